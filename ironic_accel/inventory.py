@@ -1,0 +1,200 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The accelerator inventory document: the contract between the two halves.
+
+ironic_accel writes it to ``node.extra["accelerators"]`` after every inventory
+refresh; cyborg_lite reads it (from Ironic, or from a file in standalone mode).
+Both sides validate it with :func:`validate`. This module imports nothing from
+Ironic, so cyborg_lite can use it without Ironic installed.
+
+See shared/DESIGN.md §3 for the meaning of each field.
+"""
+
+import re
+import uuid
+
+import jsonschema
+
+SCHEMA_VERSION = "1.0"
+
+#: Where ironic_accel stores the document on the Ironic node.
+NODE_EXTRA_KEY = "accelerators"
+
+#: Namespace of the resource provider uuids of accelerator regions. Fixed
+#: forever: changing it would orphan every provider already reported.
+RP_NAMESPACE = uuid.UUID("6c5d0a3e-4b8e-5f0a-9d2e-a11ce1e7a0c5")
+
+#: Cyborg's device types (CONTRACT.md §1, devices).
+DEVICE_TYPES = ("FPGA", "GPU", "NIC", "QAT", "AICHIP", "SSD", "NVME", "PCI")
+
+PROGRAM_MODES = ("dynamic", "single")
+
+_PCI_ADDRESS = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
+_HEX_ID = r"^0x[0-9a-fA-F]{4}$"
+_RESOURCE_CLASS = r"^([A-Z][A-Z0-9_]*|CUSTOM_[A-Z0-9_]+)$"
+
+_ATTACH_HANDLE = {
+    "type": "object",
+    "required": ["type", "pci_address"],
+    "additionalProperties": False,
+    "properties": {
+        "type": {"enum": ["PCI", "MDEV"]},
+        "pci_address": {"type": "string", "pattern": _PCI_ADDRESS},
+        "mdev_type": {"type": "string", "minLength": 1},
+        "physical_network": {"type": "string", "minLength": 1},
+    },
+    "if": {"properties": {"type": {"const": "MDEV"}}},
+    "then": {"required": ["mdev_type"]},
+}
+
+_REGION = {
+    "type": "object",
+    "required": ["id", "rp_uuid", "resource_class"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "minLength": 1, "maxLength": 64},
+        "rp_uuid": {"type": "string", "format": "uuid",
+                    "pattern": "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                               "[0-9a-f]{4}-[0-9a-f]{12}$"},
+        "resource_class": {"type": "string", "pattern": _RESOURCE_CLASS},
+        "function_id": {"type": ["string", "null"], "maxLength": 255},
+        "attach_handles": {"type": "array", "items": _ATTACH_HANDLE},
+    },
+}
+
+_DEVICE = {
+    "type": "object",
+    "required": ["id", "type", "vendor_id", "product_id", "pci_address",
+                 "program_mode", "regions"],
+    "additionalProperties": False,
+    "properties": {
+        "id": {"type": "string", "pattern": r"^[A-Za-z0-9._-]{1,64}$"},
+        "type": {"enum": list(DEVICE_TYPES)},
+        "vendor_id": {"type": "string", "pattern": _HEX_ID},
+        "product_id": {"type": "string", "pattern": _HEX_ID},
+        "vendor": {"type": ["string", "null"], "maxLength": 255},
+        "model": {"type": ["string", "null"], "maxLength": 255},
+        "pci_address": {"type": "string", "pattern": _PCI_ADDRESS},
+        "redfish_uri": {"type": ["string", "null"], "maxLength": 255},
+        "firmware_version": {"type": ["string", "null"], "maxLength": 255},
+        "program_mode": {"enum": list(PROGRAM_MODES)},
+        "regions": {"type": "array", "minItems": 1, "items": _REGION},
+    },
+}
+
+SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "ironic-accel accelerator inventory document",
+    "type": "object",
+    "required": ["schema_version", "host", "devices"],
+    "additionalProperties": False,
+    "properties": {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "node_uuid": {"type": ["string", "null"]},
+        "host": {"type": "string", "minLength": 1, "maxLength": 255},
+        "refreshed_at": {"type": ["string", "null"]},
+        "devices": {"type": "array", "items": _DEVICE},
+    },
+}
+
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+class InvalidInventory(ValueError):
+    """The document does not follow the schema; the message names the field."""
+
+
+def _path(error):
+    parts = []
+    for part in error.absolute_path:
+        parts.append(f"[{part}]" if isinstance(part, int) else f".{part}")
+    return "document" + "".join(parts)
+
+
+def validate(document):
+    """Validate an inventory document.
+
+    Checks the JSON schema, then what a schema cannot say: device ids unique
+    in the document, region ids unique in a device, rp uuids and attach handle
+    PCI addresses unique across the document.
+
+    :param document: the decoded JSON document.
+    :raises InvalidInventory: naming the first bad field.
+    :returns: the document, unchanged.
+    """
+    errors = sorted(_VALIDATOR.iter_errors(document),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        error = errors[0]
+        raise InvalidInventory(f"{_path(error)}: {error.message}")
+
+    device_ids, rp_uuids, handles = set(), set(), set()
+    for d_index, device in enumerate(document["devices"]):
+        where = f"document.devices[{d_index}]"
+        if device["id"] in device_ids:
+            raise InvalidInventory(
+                f"{where}.id: duplicate device id {device['id']!r}")
+        device_ids.add(device["id"])
+        region_ids = set()
+        for r_index, region in enumerate(device["regions"]):
+            r_where = f"{where}.regions[{r_index}]"
+            if region["id"] in region_ids:
+                raise InvalidInventory(
+                    f"{r_where}.id: duplicate region id {region['id']!r}")
+            region_ids.add(region["id"])
+            if region["rp_uuid"] in rp_uuids:
+                raise InvalidInventory(
+                    f"{r_where}.rp_uuid: duplicate {region['rp_uuid']}")
+            rp_uuids.add(region["rp_uuid"])
+            for h_index, handle in enumerate(region.get("attach_handles",
+                                                        [])):
+                key = (handle["pci_address"].lower(),
+                       handle.get("mdev_type"))
+                if handle["type"] == "PCI" and key in handles:
+                    raise InvalidInventory(
+                        f"{r_where}.attach_handles[{h_index}].pci_address: "
+                        f"{handle['pci_address']} is listed twice")
+                handles.add(key)
+    return document
+
+
+def region_rp_uuid(node_uuid, device_id, region_id):
+    """The stable resource provider uuid of one region of one device.
+
+    :param node_uuid: the Ironic node (or, standalone, the host name).
+    :param device_id: the device id in the document.
+    :param region_id: the region id (a device without regions is reported
+        as one region, ``"0"``).
+    """
+    key = f"{node_uuid}/{device_id}/{region_id}"
+    return str(uuid.uuid5(RP_NAMESPACE, key))
+
+
+def trait_fragment(text):
+    """Turn free text into a valid os-traits name fragment.
+
+    Upper case, ``[A-Z0-9_]`` only: every other character (``-``, ``.``,
+    spaces) becomes ``_``. Real Cyborg mapped ``-`` to ``_-``, which makes an
+    invalid trait name; this fixes that while keeping its names otherwise.
+    """
+    fragment = re.sub(r"[^A-Z0-9_]", "_", str(text).upper())
+    return re.sub(r"_+", "_", fragment).strip("_")
+
+
+def function_trait(vendor, function_id):
+    """``CUSTOM_FPGA_FUNCTION_ID_<VENDOR>_<FUNCTION>``, as real Cyborg names it."""
+    return (f"CUSTOM_FPGA_FUNCTION_ID_{trait_fragment(vendor)}_"
+            f"{trait_fragment(function_id)}")
+
+
+FUNCTION_TRAIT_PREFIX = "CUSTOM_FPGA_FUNCTION_ID_"
