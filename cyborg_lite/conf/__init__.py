@@ -1,0 +1,45 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""cyborg_lite configuration: one module per option group (or family)."""
+
+from cyborg_lite.conf import clients
+
+# NOTE: every module listed here has register_opts(conf) and list_opts().
+_MODULES = [clients]
+
+
+def _modules():
+    import importlib
+    names = ["api", "database", "agent", "pools"]
+    found = []
+    for name in names:
+        try:
+            found.append(importlib.import_module(f"cyborg_lite.conf.{name}"))
+        except ModuleNotFoundError as exc:
+            if exc.name != f"cyborg_lite.conf.{name}":
+                raise
+    return found + _MODULES
+
+
+def register_opts(conf):
+    """Register every cyborg_lite option on ``conf``."""
+    for module in _modules():
+        module.register_opts(conf)
+
+
+def list_opts():
+    """(group, options) pairs for oslo-config-generator."""
+    pairs = []
+    for module in _modules():
+        pairs.extend(module.list_opts())
+    return pairs

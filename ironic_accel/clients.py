@@ -1,0 +1,77 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""openstacksdk connections built from keystoneauth option groups.
+
+Both halves configure their clients of other services the way Nova and Cyborg
+do: one option group per service, named after the project (``[placement]``,
+``[ironic]``, ``[nova]``, ``[glance]``), holding keystoneauth session, auth and
+adapter options. Imports nothing from Ironic.
+"""
+
+from keystoneauth1 import loading as ks_loading
+import openstack
+from openstack.config import cloud_region
+
+#: option group -> service type, as openstacksdk's ``from_conf`` expects.
+SERVICE_TYPES = {
+    "placement": "placement",
+    "ironic": "baremetal",
+    "nova": "compute",
+    "glance": "image",
+}
+
+
+def register_client_opts(conf, group):
+    """Register keystoneauth session, auth and adapter options in ``group``."""
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+
+
+def list_client_opts(group):
+    """The options of one client group, for oslo-config-generator."""
+    service_type = SERVICE_TYPES[group]
+    opts = (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_auth_plugin_conf_options("password")
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+    for opt in opts:
+        if opt.dest == "service_type":
+            opt.default = service_type
+    # oslo-config-generator rejects duplicate option names within a group.
+    unique = {}
+    for opt in opts:
+        unique.setdefault(opt.dest, opt)
+    return list(unique.values())
+
+
+def connection(conf, group):
+    """An openstacksdk connection for the service configured in ``group``.
+
+    :param conf: an oslo.config ConfigOpts with ``group`` registered through
+        :func:`register_client_opts`.
+    :param group: ``placement``, ``ironic``, ``nova`` or ``glance``.
+    :returns: ``openstack.connection.Connection``; use the proxy of the
+        service, e.g. ``conn.placement``.
+    """
+    auth = ks_loading.load_auth_from_conf_options(conf, group)
+    session = ks_loading.load_session_from_conf_options(conf, group, auth=auth)
+    region = cloud_region.from_conf(
+        conf, session=session, service_types={SERVICE_TYPES[group]})
+    return openstack.connection.Connection(config=region)
+
+
+def is_configured(conf, group):
+    """True when ``group`` names a way to reach the service."""
+    section = conf[group]
+    return bool(section.auth_type or section.endpoint_override)
