@@ -19,8 +19,6 @@ adapter options. Imports nothing from Ironic.
 """
 
 from keystoneauth1 import loading as ks_loading
-import openstack
-from openstack.config import cloud_region
 
 #: option group -> service type, as openstacksdk's ``from_conf`` expects.
 SERVICE_TYPES = {
@@ -64,6 +62,11 @@ def connection(conf, group):
     :returns: ``openstack.connection.Connection``; use the proxy of the
         service, e.g. ``conn.placement``.
     """
+    # NOTE: openstack is imported here, not at module load: it costs about a
+    # second, which every agent and API process would otherwise pay at start.
+    import openstack
+    from openstack.config import cloud_region
+
     auth = ks_loading.load_auth_from_conf_options(conf, group)
     session = ks_loading.load_session_from_conf_options(conf, group, auth=auth)
     region = cloud_region.from_conf(

@@ -1,0 +1,120 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Running vendor tools and reading PCI sysfs, shared by the real drivers."""
+
+import os
+import re
+import subprocess
+
+from cyborg_lite.agent import exception
+
+PCI_ADDRESS = re.compile(
+    r"^(?P<domain>[0-9a-fA-F]{4}):(?P<bus>[0-9a-fA-F]{2}):"
+    r"(?P<slot>[0-9a-fA-F]{2})\.(?P<function>[0-7])$")
+
+
+def split_pci_address(pci_address):
+    """``0000:5e:00.1`` -> dict of domain, bus, slot, function (strings).
+
+    :raises InvalidRequest: for anything that is not a PCI address.
+    """
+    match = PCI_ADDRESS.match(str(pci_address))
+    if not match:
+        raise exception.InvalidRequest(
+            reason=f"{pci_address!r} is not a PCI address like 0000:5e:00.0")
+    return match.groupdict()
+
+
+def run_tool(tool, args, timeout):
+    """Run a vendor tool and return its standard output.
+
+    :raises ToolNotFound: when the tool cannot be executed.
+    :raises ToolFailed: naming the tool, its exit code and its stderr.
+    """
+    command = [tool] + [str(arg) for arg in args]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True,
+                                timeout=timeout, check=False)
+    except (FileNotFoundError, PermissionError) as exc:
+        raise exception.ToolNotFound(tool=tool, reason=exc.strerror)
+    except subprocess.TimeoutExpired:
+        raise exception.ToolFailed(
+            tool=" ".join(command), exit_code="none",
+            stderr=f"still running after {timeout} s, killed")
+    if result.returncode != 0:
+        stderr = (result.stderr or result.stdout or "").strip()
+        raise exception.ToolFailed(tool=" ".join(command),
+                                   exit_code=result.returncode,
+                                   stderr=stderr or "(no output)")
+    return result.stdout
+
+
+class Sysfs:
+    """Reads under a configurable root, so tests point it at a fake tree."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def path(self, *parts):
+        """Absolute path of ``sys/<parts>`` under the root."""
+        return os.path.join(self.root, "sys", *parts)
+
+    def read(self, path, default=None):
+        """Stripped content of a sysfs file, ``default`` when absent."""
+        try:
+            with open(path) as handle:
+                return handle.read().strip()
+        except FileNotFoundError:
+            return default
+        except OSError as exc:
+            raise exception.SysfsError(path=path, reason=exc.strerror)
+
+    def write(self, path, value):
+        """Write ``value`` to a sysfs attribute.
+
+        :raises SysfsError: naming the file and the kernel's answer.
+        """
+        try:
+            with open(path, "w") as handle:
+                handle.write(str(value))
+        except OSError as exc:
+            raise exception.SysfsError(path=path, reason=exc.strerror)
+
+    def pci_device(self, pci_address):
+        """sysfs directory of one PCI function."""
+        return self.path("bus", "pci", "devices", pci_address)
+
+    def pci_ids(self, pci_address):
+        """``(vendor_id, product_id)`` as ``0x....`` strings."""
+        base = self.pci_device(pci_address)
+        return (self.read(os.path.join(base, "vendor"), "0x0000"),
+                self.read(os.path.join(base, "device"), "0x0000"))
+
+    def virtual_functions(self, pci_address):
+        """BDFs of the SR-IOV VFs a PF has enabled, in VF order."""
+        base = self.pci_device(pci_address)
+        try:
+            names = os.listdir(base)
+        except FileNotFoundError:
+            return []
+        links = sorted((n for n in names if re.match(r"^virtfn\d+$", n)),
+                       key=lambda n: int(n[len("virtfn"):]))
+        return [os.path.basename(os.readlink(os.path.join(base, n)))
+                for n in links]
+
+    def link_name(self, path):
+        """Basename of a symlink's target (e.g. a ``device`` link)."""
+        try:
+            return os.path.basename(os.readlink(path))
+        except OSError:
+            return None
