@@ -1,0 +1,123 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The application factory."""
+
+import dataclasses
+import logging
+import typing
+
+import flask
+
+from cyborg_lite.api import common
+from cyborg_lite.api import errors
+from cyborg_lite.api import microversion
+from cyborg_lite.api import routes
+from cyborg_lite import context as context_mod
+from cyborg_lite.db import api as db_api
+from cyborg_lite import notifier as notifier_mod
+from cyborg_lite import policy
+
+LOG = logging.getLogger(__name__)
+
+#: paths anyone may read, also with auth_strategy = keystone.
+PUBLIC_PATHS = {"/", "/v2", "/v2/", common.PREFIX, common.PREFIX + "/",
+                common.PREFIX + "/v2", common.PREFIX + "/v2/"}
+
+
+@dataclasses.dataclass
+class Services:
+    """What handlers reach through ``common.services()``."""
+
+    conf: typing.Any
+    db: db_api.Database
+    enforcer: typing.Any
+    notifier: typing.Any
+    #: NOTE(cyborg_lite): the seam for bind-time programming (issue 5).
+    #: None means "programming at bind time is not available"; see
+    #: cyborg_lite.binding.needs_programming.
+    programmer: typing.Any = None
+
+
+def _before_request():
+    flask.g.context = context_mod.from_environ(flask.request.environ,
+                                               common.services().conf)
+    flask.g.version = None
+    path = flask.request.path
+    if path.startswith(common.PREFIX):
+        path = path[len(common.PREFIX):] or "/"
+    flask.g.is_v2 = path.startswith("/v2")
+    if flask.g.is_v2:
+        flask.g.version = microversion.parse(
+            flask.request.headers.get(microversion.HEADER))
+
+
+def _after_request(response):
+    if flask.g.get("is_v2"):
+        for name, value in microversion.response_headers(
+                flask.g.get("version")).items():
+            response.headers[name] = value
+    return response
+
+
+def _keystone(app, conf):
+    """Wrap ``app`` in keystonemiddleware, leaving the version documents
+    public so keystoneauth discovery works before authenticating."""
+    from keystonemiddleware import auth_token
+
+    protected = auth_token.AuthProtocol(app.wsgi_app,
+                                        {"oslo_config_config": conf})
+    public = app.wsgi_app
+
+    def dispatch(environ, start_response):
+        if environ.get("PATH_INFO", "/") in PUBLIC_PATHS:
+            return public(environ, start_response)
+        return protected(environ, start_response)
+
+    return dispatch
+
+
+def create_app(conf, db=None, programmer=None, notifier=None):
+    """Build the API application.
+
+    :param conf: an oslo.config ConfigOpts with cyborg_lite's options
+        registered and parsed.
+    :param db: a :class:`cyborg_lite.db.api.Database`; by default the one
+        ``[database] connection`` names (its schema must be synced).
+    :param programmer: the bind-time programming seam (None: unavailable).
+    :param notifier: sends Nova's accelerator-request-bound events; by
+        default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
+    :returns: a Flask app (a WSGI application).
+    """
+    db = db or db_api.Database.from_conf(conf)
+    app = flask.Flask("cyborg_lite")
+    app.json.sort_keys = False
+    app.url_map.strict_slashes = False
+    app.extensions["cyborg_lite"] = Services(
+        conf=conf, db=db, enforcer=policy.make_enforcer(conf),
+        notifier=notifier or notifier_mod.NovaNotifier(conf, db),
+        programmer=programmer)
+
+    # Middleware, innermost first: identity and microversion per request,
+    # version headers on /v2 replies, one error handler for everything.
+    app.before_request(_before_request)
+    app.after_request(_after_request)
+    errors.register(app)
+    for blueprint in routes.make_blueprints():
+        app.register_blueprint(blueprint)
+        app.register_blueprint(blueprint, url_prefix=common.PREFIX,
+                               name=f"{blueprint.name}_accelerator")
+
+    if conf.auth_strategy == "keystone":
+        app.wsgi_app = _keystone(app, conf)
+    return app

@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Helpers every handler uses: the app's services, the caller, the
+microversion, query parameters, links and timestamps."""
+
+import datetime
+
+import flask
+
+from cyborg_lite import exception
+
+#: where the API is mounted besides the root (as devstack mounts Cyborg).
+PREFIX = "/accelerator"
+
+
+def services():
+    """The :class:`cyborg_lite.api.app.Services` of the running app."""
+    return flask.current_app.extensions["cyborg_lite"]
+
+
+def context():
+    """The request context built by the app's before_request hook."""
+    return flask.g.context
+
+
+def version():
+    """The microversion of this request."""
+    return flask.g.version
+
+
+def base_url():
+    """Where this request's API is mounted, e.g. ``http://h/accelerator``."""
+    prefix = PREFIX if (flask.request.blueprint or "").endswith(
+        "_accelerator") else ""
+    return flask.request.host_url.rstrip("/") + flask.request.script_root \
+        + prefix
+
+
+def link(collection, uuid, bookmark=False):
+    """Links of one object, as WSME Cyborg renders them."""
+    links = [{"href": f"{base_url()}/v2/{collection}/{uuid}", "rel": "self"}]
+    if bookmark:
+        links.append({"href": f"{base_url()}/{collection}/{uuid}",
+                      "rel": "bookmark"})
+    return links
+
+
+def timestamp(value):
+    """ISO 8601 with an explicit UTC offset, or None."""
+    if value is None:
+        return None
+    return value.replace(microsecond=0,
+                         tzinfo=datetime.timezone.utc).isoformat()
+
+
+def query(allowed):
+    """The query parameters of the request, each given at most once.
+
+    :param allowed: the names this endpoint understands.
+    :raises InvalidParameter: for an unknown or repeated parameter (real
+        Cyborg: 400 ``Unknown argument``).
+    """
+    args = flask.request.args
+    values = {}
+    for name in args:
+        if name not in allowed:
+            raise exception.InvalidParameter(
+                name=name, reason=f"Unknown argument: {name!r}; this "
+                                  f"endpoint accepts {', '.join(allowed)}")
+        given = args.getlist(name)
+        if len(given) > 1:
+            raise exception.InvalidParameter(
+                name=name, reason="given more than once")
+        values[name] = given[0]
+    return values
+
+
+def pagination(params):
+    """(limit, marker) from query parameters, limit capped by
+    ``[api] max_limit``."""
+    limit = params.get("limit")
+    if limit is not None:
+        try:
+            limit = int(limit)
+        except ValueError:
+            limit = -1
+        if limit < 1:
+            raise exception.InvalidParameter(
+                name="limit", reason="must be a positive integer")
+        limit = min(limit, services().conf.api.max_limit)
+    else:
+        limit = services().conf.api.max_limit
+    return limit, params.get("marker")
+
+
+def json_body():
+    """The decoded JSON body; :raises Invalid: when it is not JSON."""
+    body = flask.request.get_json(force=True, silent=True)
+    if body is None:
+        raise exception.Invalid(reason="the body must be JSON")
+    return body
+
+
+def empty(status):
+    """An empty response (no body, no content type)."""
+    response = flask.Response(status=status)
+    response.headers.pop("Content-Type", None)
+    return response
+
+
+def require_service(action):
+    """The CVE-2026-40214 hard check: ``action`` needs a service token.
+
+    :raises ServiceTokenRequired:
+    """
+    ctx = context()
+    if not ctx.is_service:
+        raise exception.ServiceTokenRequired(
+            action=action, roles=", ".join(ctx.service_token_roles))

@@ -1,0 +1,65 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The one error handler: every error leaves as Cyborg's envelope.
+
+``{"error_message": "<JSON of {faultcode, faultstring, debuginfo}>"}``, the
+double encoding real Cyborg (WSME) produces, which openstacksdk and
+python-cyborgclient decode.
+"""
+
+import json
+import logging
+
+import flask
+from werkzeug import exceptions as http_exceptions
+
+from cyborg_lite import exception
+
+LOG = logging.getLogger(__name__)
+
+
+def envelope(status, message):
+    """The JSON body of an error response."""
+    fault = {"faultcode": "Client" if status < 500 else "Server",
+             "faultstring": message, "debuginfo": None}
+    return {"error_message": json.dumps(fault)}
+
+
+def _response(status, message, headers=None):
+    response = flask.jsonify(envelope(status, message))
+    response.status_code = status
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def handle(error):
+    """Turn any exception raised while serving a request into a response."""
+    if isinstance(error, exception.CyborgLiteException):
+        if error.code >= 500:
+            LOG.error("%s", error.message)
+        return _response(error.code, error.message, error.headers)
+    if isinstance(error, http_exceptions.HTTPException):
+        headers = {}
+        if isinstance(error, http_exceptions.MethodNotAllowed):
+            headers["Allow"] = ", ".join(sorted(error.valid_methods or ()))
+        return _response(error.code, error.description, headers)
+    LOG.exception("Unexpected error serving %s %s", flask.request.method,
+                  flask.request.path)
+    return _response(500, "Internal server error; see the service log.")
+
+
+def register(app):
+    """Install :func:`handle` for every exception on ``app``."""
+    app.register_error_handler(Exception, handle)

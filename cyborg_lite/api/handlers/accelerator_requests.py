@@ -1,0 +1,184 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Accelerator requests: /v2/accelerator_requests."""
+
+import flask
+
+from cyborg_lite.api import common
+from cyborg_lite.api import schemas
+from cyborg_lite.api.schemas import accelerator_requests as schema
+from cyborg_lite.api.schemas import device_profiles as dp_schema
+from cyborg_lite import arq_states as states
+from cyborg_lite import binding
+from cyborg_lite.db import api as db_api
+from cyborg_lite import exception
+from cyborg_lite import policy
+
+
+def serialize(arq, handle=None):
+    """The wire form of an ARQ; ``handle`` is its (handle, deployable)."""
+    bound = arq.state == states.BOUND and handle is not None
+    return {"uuid": arq.uuid, "state": arq.state,
+            "device_profile_name": arq.device_profile_name,
+            "device_profile_group_id": arq.device_profile_group_id,
+            "hostname": arq.hostname,
+            "device_rp_uuid": arq.device_rp_uuid,
+            "instance_uuid": arq.instance_uuid,
+            "project_id": arq.project_id,
+            "attach_handle_type": handle[0].type if bound else "",
+            "attach_handle_uuid": handle[0].uuid if bound else None,
+            "attach_handle_info": (binding.attach_handle_info(handle[0])
+                                   if bound else {}),
+            "created_at": common.timestamp(arq.created_at),
+            "updated_at": common.timestamp(arq.updated_at),
+            "links": common.link("accelerator_requests", arq.uuid)}
+
+
+def _serialize_all(db, arqs):
+    bound = [a.id for a in arqs if a.state == states.BOUND]
+    handles = (db.run(lambda s: db_api.arq_handles(s, bound)) if bound
+               else {})
+    return [serialize(arq, handles.get(arq.id)) for arq in arqs]
+
+
+def _authorize(action):
+    svc = common.services()
+    ctx = common.context()
+    policy.authorize(svc.enforcer, f"cyborg:arq:{action}", ctx)
+    # NOTE(cyborg_lite): CVE-2026-40214: non-admins only ever see and touch
+    # their own project's ARQs.
+    scope = None if ctx.is_admin_role else ctx.project_id
+    return svc, ctx, scope
+
+
+def _uuid_param(params, name):
+    value = params.get(name)
+    if value is not None and not db_api.is_uuid_like(value):
+        raise exception.InvalidParameter(name=name,
+                                         reason=f"{value!r} is not a UUID")
+    return binding.canonical_uuid(value) if value is not None else None
+
+
+def list_arqs():
+    """GET /v2/accelerator_requests[?instance=&bind_state=resolved]"""
+    svc, ctx, scope = _authorize("get_all")
+    params = common.query(("instance", "bind_state", "limit", "marker"))
+    limit, marker = common.pagination(params)
+    instance = _uuid_param(params, "instance")
+    bind_state = params.get("bind_state")
+    if bind_state is not None and bind_state != "resolved":
+        raise exception.InvalidParameter(
+            name="bind_state",
+            reason=f"only 'resolved' is supported, got {bind_state!r}")
+    arqs = db_api.arq_list(svc.db, project_id=scope, instance_uuid=instance,
+                           limit=limit, marker=marker)
+    if bind_state:
+        pending = [a.uuid for a in arqs if a.state not in states.RESOLVED]
+        if instance is not None and pending:
+            raise exception.Locked(instance=instance,
+                                   pending=", ".join(pending))
+        arqs = [a for a in arqs if a.state in states.RESOLVED]
+    return flask.jsonify({"arqs": _serialize_all(svc.db, arqs)})
+
+
+def show(arq_uuid):
+    """GET /v2/accelerator_requests/{uuid}"""
+    svc, ctx, scope = _authorize("get_one")
+    common.query(())
+    if not db_api.is_uuid_like(arq_uuid):
+        raise exception.ARQNotFound(uuids=arq_uuid)
+    arq = db_api.arq_get(svc.db, binding.canonical_uuid(arq_uuid), scope)
+    return flask.jsonify(_serialize_all(svc.db, [arq])[0])
+
+
+def create():
+    """POST /v2/accelerator_requests {"device_profile_name": dp}"""
+    svc, ctx, scope = _authorize("create")
+    common.query(())
+    body = schemas.validate(schema.CREATE, common.json_body())
+    arqs = db_api.arq_create_from_profile(
+        svc.db, body["device_profile_name"], ctx.project_id,
+        dp_schema.group_amount)
+    return flask.jsonify({"arqs": [serialize(a) for a in arqs]}), 201
+
+
+def update():
+    """PATCH /v2/accelerator_requests: bind or unbind (Nova's form)."""
+    svc, ctx, scope = _authorize("update")
+    common.query(())
+    body = schemas.validate(schema.PATCH, common.json_body())
+    kind, work = schema.parse_patch(body, common.version(),
+                                    ctx.is_admin_role)
+    common.require_service("Binding or unbinding accelerator requests")
+    if kind == "unbind":
+        binding.unbind(svc.db, work, project_id=scope)
+        return common.empty(202)
+    notifier = svc.notifier
+    bound = binding.bind(svc.db, work, project_id=scope,
+                         programmer=svc.programmer,
+                         notify=notifier.enabled)
+    response = common.empty(202)
+    if bound and notifier.enabled:
+        # NOTE(cyborg_lite): events leave after the reply has been sent, so
+        # Nova already knows the instance's host when they arrive.
+        response.call_on_close(lambda: notifier.notify_later(bound))
+    return response
+
+
+def update_one(arq_uuid):
+    """PATCH /v2/accelerator_requests/{uuid}: the openstacksdk/OSC form;
+    the body is the same map, the path segment is not needed."""
+    return update()
+
+
+def delete():
+    """DELETE /v2/accelerator_requests?arqs=u1,u2 or ?instance=uuid"""
+    svc, ctx, scope = _authorize("delete")
+    params = common.query(("arqs", "instance"))
+    if ("arqs" in params) == ("instance" in params):
+        raise exception.Invalid(
+            reason="give exactly one of the 'arqs' and 'instance' query "
+                   "parameters")
+    if "instance" in params:
+        instance = _uuid_param(params, "instance")
+        common.require_service("Deleting accelerator requests by instance")
+        binding.delete(svc.db, instance_uuid=instance, project_id=scope,
+                       is_service=True)
+        return common.empty(204)
+    return _delete_arqs(svc, ctx, scope, params["arqs"].split(","))
+
+
+def _delete_arqs(svc, ctx, scope, uuids):
+    uuids = [u.strip() for u in uuids if u.strip()]
+    if not uuids:
+        raise exception.InvalidParameter(name="arqs",
+                                         reason="name at least one ARQ")
+    valid = [binding.canonical_uuid(u) for u in uuids
+             if db_api.is_uuid_like(u)]
+    invalid = [u for u in uuids if not db_api.is_uuid_like(u)]
+    try:
+        binding.delete(svc.db, arq_uuids=valid, project_id=scope,
+                       is_service=ctx.is_service)
+    except exception.ARQNotFound as error:
+        invalid = error.message and invalid + [error.kwargs["uuids"]]
+    if invalid:
+        raise exception.ARQNotFound(uuids=", ".join(invalid))
+    return common.empty(204)
+
+
+def delete_one(arq_uuid):
+    """DELETE /v2/accelerator_requests/{uuid}"""
+    svc, ctx, scope = _authorize("delete")
+    common.query(())
+    return _delete_arqs(svc, ctx, scope, [arq_uuid])

@@ -1,0 +1,75 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Deployables (regions or whole cards): /v2/deployables."""
+
+import json
+
+import flask
+
+from cyborg_lite.api import common
+from cyborg_lite.db import api as db_api
+from cyborg_lite import exception
+from cyborg_lite import policy
+
+
+def serialize(deployable, attributes):
+    """The wire form; ``attributes_list`` is a JSON string, as in Cyborg."""
+    return {"uuid": deployable.uuid, "parent_id": deployable.parent_id,
+            "root_id": deployable.root_id, "name": deployable.name,
+            "num_accelerators": deployable.num_accelerators,
+            "device_id": deployable.device_id,
+            "attributes_list": json.dumps(
+                [{key: value} for key, value in attributes]),
+            "rp_uuid": deployable.rp_uuid,
+            "driver_name": deployable.driver_name,
+            "bitstream_id": deployable.bitstream_id,
+            "created_at": common.timestamp(deployable.created_at),
+            "updated_at": common.timestamp(deployable.updated_at),
+            "links": common.link("deployables", deployable.uuid,
+                                 bookmark=True)}
+
+
+def _serialize_all(db, deployables):
+    attrs = db.run(lambda s: db_api.attributes_of(
+        s, [d.id for d in deployables]))
+    return [serialize(d, attrs.get(d.id, [])) for d in deployables]
+
+
+def _authorize(action):
+    svc = common.services()
+    policy.authorize(svc.enforcer, f"cyborg:deployable:{action}",
+                     common.context())
+    return svc
+
+
+def list_deployables():
+    """GET /v2/deployables[?rp_uuid=&name=&limit=&marker=]"""
+    svc = _authorize("get_all")
+    params = common.query(("rp_uuid", "name", "limit", "marker"))
+    limit, marker = common.pagination(params)
+    deployables = db_api.deployable_list(
+        svc.db, rp_uuid=params.get("rp_uuid"), name=params.get("name"),
+        limit=limit, marker=marker)
+    return flask.jsonify({"deployables": _serialize_all(svc.db,
+                                                        deployables)})
+
+
+def show(uuid):
+    """GET /v2/deployables/{uuid}"""
+    svc = _authorize("get_one")
+    common.query(())
+    if not db_api.is_uuid_like(uuid):
+        raise exception.DeployableNotFound(ident=uuid)
+    return flask.jsonify(_serialize_all(
+        svc.db, [db_api.deployable_get(svc.db, uuid)])[0])

@@ -1,0 +1,97 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Device profiles: /v2/device_profiles."""
+
+import flask
+
+from cyborg_lite.api import common
+from cyborg_lite.api import microversion
+from cyborg_lite.api import schemas
+from cyborg_lite.api.schemas import device_profiles as schema
+from cyborg_lite.db import api as db_api
+from cyborg_lite import exception
+from cyborg_lite import policy
+
+
+def serialize(profile):
+    """The wire form of a device profile."""
+    return {"uuid": profile.uuid, "name": profile.name,
+            "description": profile.description, "groups": profile.groups,
+            "created_at": common.timestamp(profile.created_at),
+            "updated_at": common.timestamp(profile.updated_at),
+            "links": common.link("device_profiles", profile.uuid)}
+
+
+def _authorize(action):
+    svc = common.services()
+    policy.authorize(svc.enforcer, f"cyborg:device_profile:{action}",
+                     common.context())
+    return svc
+
+
+def list_profiles():
+    """GET /v2/device_profiles[?name=a,b]"""
+    svc = _authorize("get_all")
+    params = common.query(("name", "limit", "marker"))
+    limit, marker = common.pagination(params)
+    names = params["name"].split(",") if "name" in params else None
+    profiles = db_api.device_profile_list(svc.db, names=names, limit=limit,
+                                          marker=marker)
+    return flask.jsonify({"device_profiles": [serialize(p)
+                                              for p in profiles]})
+
+
+def show(ident):
+    """GET /v2/device_profiles/{uuid} (or {name} from 2.2)."""
+    svc = _authorize("get_one")
+    common.query(())
+    if not db_api.is_uuid_like(ident) and common.version() < \
+            microversion.Version("2.2"):
+        raise exception.NotAcceptable(
+            reason=f"Getting a device profile by name ({ident!r}) needs "
+                   "microversion 2.2 or later.")
+    profile = db_api.device_profile_get(svc.db, ident)
+    return flask.jsonify({"device_profile": serialize(profile)})
+
+
+def create():
+    """POST /v2/device_profiles with a list of exactly one profile."""
+    svc = _authorize("create")
+    body = schemas.validate(schema.CREATE, common.json_body())[0]
+    groups = schema.normalize_groups(body["groups"])
+    schema.check_groups(groups)
+    profile = db_api.device_profile_create(
+        svc.db, name=body["name"], groups=groups,
+        description=body.get("description"), uuid=body.get("uuid"))
+    return flask.jsonify(serialize(profile)), 201
+
+
+def delete(ident):
+    """DELETE /v2/device_profiles/{uuid or name[,name...]}"""
+    svc = _authorize("delete")
+    common.query(())
+    db_api.device_profile_delete(svc.db, [i for i in ident.split(",") if i])
+    return common.empty(204)
+
+
+def delete_by_value():
+    """DELETE /v2/device_profiles?value=n1,n2 (python-cyborgclient form)."""
+    svc = _authorize("delete")
+    params = common.query(("value",))
+    if not params.get("value"):
+        raise exception.InvalidParameter(
+            name="value", reason="name the profiles to delete")
+    db_api.device_profile_delete(
+        svc.db, [i for i in params["value"].split(",") if i])
+    return common.empty(204)

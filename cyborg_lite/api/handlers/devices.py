@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Devices: /v2/devices, enable and disable."""
+
+import json
+
+import flask
+
+from cyborg_lite.api import common
+from cyborg_lite.api import microversion
+from cyborg_lite.db import api as db_api
+from cyborg_lite import exception
+from cyborg_lite import policy
+
+
+def serialize(device):
+    """The wire form; ``status`` from microversion 2.3."""
+    body = {"uuid": device.uuid, "type": device.type,
+            "vendor": device.vendor, "model": device.model,
+            "std_board_info": json.dumps(device.std_board_info),
+            "vendor_board_info": device.vendor_board_info,
+            "hostname": device.hostname,
+            "created_at": common.timestamp(device.created_at),
+            "updated_at": common.timestamp(device.updated_at),
+            "links": common.link("devices", device.uuid)}
+    if common.version() >= microversion.Version("2.3"):
+        body["status"] = device.status
+    return body
+
+
+def _authorize(action):
+    svc = common.services()
+    policy.authorize(svc.enforcer, f"cyborg:device:{action}",
+                     common.context())
+    return svc
+
+
+def _uuid(uuid):
+    if not db_api.is_uuid_like(uuid):
+        raise exception.DeviceNotFound(ident=uuid)
+    return uuid
+
+
+def list_devices():
+    """GET /v2/devices[?type=&vendor=&hostname=&limit=&marker=]"""
+    svc = _authorize("get_all")
+    params = common.query(("type", "vendor", "hostname", "limit", "marker"))
+    limit, marker = common.pagination(params)
+    devices = db_api.device_list(svc.db, type=params.get("type"),
+                                 vendor=params.get("vendor"),
+                                 hostname=params.get("hostname"),
+                                 limit=limit, marker=marker)
+    return flask.jsonify({"devices": [serialize(d) for d in devices]})
+
+
+def show(uuid):
+    """GET /v2/devices/{uuid}"""
+    svc = _authorize("get_one")
+    common.query(())
+    return flask.jsonify(serialize(db_api.device_get(svc.db, _uuid(uuid))))
+
+
+def enable(uuid):
+    """POST /v2/devices/{uuid}/enable: binds may land on it again."""
+    svc = _authorize("enable")
+    common.query(())
+    db_api.device_set_status(svc.db, _uuid(uuid), "enabled")
+    return common.empty(200)
+
+
+def disable(uuid):
+    """POST /v2/devices/{uuid}/disable: no new binds (``maintaining``)."""
+    svc = _authorize("disable")
+    common.query(())
+    db_api.device_set_status(svc.db, _uuid(uuid), "maintaining")
+    return common.empty(200)

@@ -1,0 +1,104 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The ARQ state machine (CONTRACT.md §2), in one place.
+
+Every change of state is one conditional ``UPDATE arqs ... WHERE id = :id AND
+state IN (<allowed predecessors>)``: the database row is the lock, so two API
+workers (or two hosts) can never both move the same ARQ. Each step is
+idempotent: asking for the state an ARQ is already in succeeds and changes
+nothing.
+"""
+
+import sqlalchemy as sa
+from sqlalchemy.orm import attributes
+
+from cyborg_lite.db import models
+from cyborg_lite import exception
+
+INITIAL = "Initial"
+BIND_STARTED = "BindStarted"
+BOUND = "Bound"
+UNBOUND = "Unbound"
+BIND_FAILED = "BindFailed"
+UNBIND_FAILED = "UnbindFailed"
+DELETING = "Deleting"
+
+ALL = (INITIAL, BIND_STARTED, BOUND, UNBOUND, BIND_FAILED, UNBIND_FAILED,
+       DELETING)
+
+#: target state -> the states it may be entered from.
+TRANSITIONS = {
+    BIND_STARTED: (INITIAL, UNBOUND),
+    BOUND: (BIND_STARTED,),
+    # NOTE(cyborg_lite): a PATCH that fails while reserving rolls back its
+    # BindStarted, so the ARQ is failed from the state it started in.
+    BIND_FAILED: (BIND_STARTED, BOUND, INITIAL, UNBOUND),
+    UNBOUND: (INITIAL, BIND_STARTED, BOUND, BIND_FAILED, UNBIND_FAILED),
+    UNBIND_FAILED: (BIND_STARTED, BOUND, BIND_FAILED),
+    DELETING: ALL,
+}
+
+#: states a bind may start from.
+BINDABLE = TRANSITIONS[BIND_STARTED]
+
+#: states Nova treats as "resolved" (GET ?bind_state=resolved).
+RESOLVED = (BOUND, BIND_FAILED, DELETING)
+
+#: ARQ state -> status of the accelerator-request-bound event.
+NOVA_EVENT_STATUS = {BOUND: "completed", BIND_FAILED: "failed",
+                     DELETING: "failed"}
+
+
+def allowed_from(target):
+    """The states ``target`` may be entered from."""
+    return TRANSITIONS[target]
+
+
+def can_move(current, target):
+    """True when an ARQ in ``current`` may move to ``target``."""
+    return current == target or current in TRANSITIONS[target]
+
+
+def move(session, arq, target, **values):
+    """Move ``arq`` to ``target`` with one conditional UPDATE.
+
+    :param session: an open SQLAlchemy session (the caller's transaction).
+    :param arq: the ``models.ARQ`` row as last read.
+    :param target: the new state.
+    :param values: other columns to set in the same UPDATE.
+    :raises ARQBadState: when the ARQ is in a state ``target`` cannot be
+        entered from (as re-read from the database).
+    :returns: True when the row changed, False when it already was in
+        ``target`` (idempotent repeat).
+    """
+    values = dict(values, state=target, updated_at=models.utcnow())
+    stmt = (sa.update(models.ARQ)
+            .where(models.ARQ.id == arq.id,
+                   models.ARQ.state.in_(TRANSITIONS[target]))
+            .values(**values)
+            .execution_options(synchronize_session=False))
+    if session.execute(stmt).rowcount == 1:
+        # NOTE(cyborg_lite): the row now holds exactly these values; keep
+        # the object in step without another SELECT.
+        for key, value in values.items():
+            attributes.set_committed_value(arq, key, value)
+        return True
+    current = session.execute(
+        sa.select(models.ARQ.state).where(models.ARQ.id == arq.id)
+    ).scalar_one_or_none()
+    session.expire(arq)
+    if current == target:
+        return False
+    raise exception.ARQBadState(uuid=arq.uuid, state=current,
+                                action=f"moving to {target}",
+                                expected=", ".join(TRANSITIONS[target]))

@@ -1,0 +1,262 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Bind, unbind and delete accelerator requests (the hot path).
+
+A bind PATCH is all-or-nothing: every ARQ of it is reserved in one
+transaction (one conditional UPDATE per ARQ and per attach handle); any
+failure rolls the whole reservation back and then marks the PATCH's ARQs
+``BindFailed`` in a second transaction, so Nova's ``GET ?instance=`` sees a
+resolved state, never a ``BindStarted`` left behind.
+"""
+
+import logging
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from cyborg_lite import arq_states as states
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from cyborg_lite import exception
+
+LOG = logging.getLogger(__name__)
+
+#: group keys that ask for a function in the region.
+PROGRAMMING_KEYS = ("accel:function_id", "accel:bitstream_id")
+
+
+class InstanceAlreadyBound(exception.Invalid):
+    msg_fmt = ("Instance %(instance)s already has bound accelerator "
+               "requests (%(arqs)s); adding more is not supported.")
+
+
+def canonical_uuid(value):
+    """The dashed lower-case form of a UUID string."""
+    return str(uuidlib.UUID(str(value)))
+
+
+def needs_programming(group, deployable):
+    """Does binding an ARQ of ``group`` to ``deployable`` need programming?
+
+    The one place that decides it. A group that asks for nothing, or for
+    what the region already runs (``accel:function_id`` against the
+    region's ``function_id``, ``accel:bitstream_id`` against its
+    ``bitstream_id``), binds instantly.
+
+    :returns: None when the bind is instant, else ``(key, asked)``.
+    """
+    for key in PROGRAMMING_KEYS:
+        asked = group.get(key)
+        if not asked:
+            continue
+        running = (deployable.function_id if key == "accel:function_id"
+                   else deployable.bitstream_id)
+        if asked != running:
+            return key, asked
+    return None
+
+
+def attach_handle_info(handle):
+    """``attach_handle_info`` exactly as Nova's libvirt driver reads it:
+    string ``domain/bus/device/function`` (plus ``asked_type`` for MDEV,
+    ``physical_network`` for NIC ports)."""
+    domain, bus, rest = handle.pci_address.lower().split(":")
+    device, function = rest.split(".")
+    info = {"domain": domain, "bus": bus, "device": device,
+            "function": function}
+    if handle.type == "MDEV":
+        info["asked_type"] = handle.mdev_type
+        info["vgpu_mark"] = f"{handle.mdev_type}_{handle.uuid}"
+    if handle.physical_network:
+        info["physical_network"] = handle.physical_network
+    return info
+
+
+def _load_arqs(session, uuids, project_id):
+    found = db_api.arq_list(session, project_id=project_id, uuids=uuids)
+    by_uuid = {arq.uuid: arq for arq in found}
+    missing = [u for u in uuids if u not in by_uuid]
+    if missing:
+        raise exception.ARQNotFound(uuids=", ".join(missing))
+    return by_uuid
+
+
+def _groups(session, arqs):
+    ids = {arq.device_profile_id for arq in arqs}
+    profiles = session.execute(
+        sa.select(models.DeviceProfile).where(
+            models.DeviceProfile.id.in_(ids))).scalars()
+    groups = {p.id: p.groups for p in profiles}
+    return {arq.id: groups[arq.device_profile_id][
+        arq.device_profile_group_id] for arq in arqs}
+
+
+def _reserve(session, binds, project_id, programmer, notify):
+    arqs = _load_arqs(session, list(binds), project_id)
+    patch_ids = [arq.id for arq in arqs.values()]
+    for instance in {f["instance_uuid"] for f in binds.values()}:
+        others = db_api.other_bound_arqs(session, instance, patch_ids)
+        if others:
+            raise InstanceAlreadyBound(
+                instance=instance, arqs=", ".join(a.uuid for a in others))
+    groups = _groups(session, arqs.values())
+    bound = []
+    for arq_uuid, fields in binds.items():
+        arq = arqs[arq_uuid]
+        target = (fields["hostname"], fields["device_rp_uuid"],
+                  fields["instance_uuid"])
+        if arq.state == states.BOUND:
+            if (arq.hostname, arq.device_rp_uuid, arq.instance_uuid) \
+                    == target:
+                continue  # the identical bind repeated: nothing to do
+            raise exception.ARQBadState(
+                uuid=arq.uuid, state=arq.state,
+                action=f"binding to instance {fields['instance_uuid']} "
+                       f"(it is bound to {arq.instance_uuid})",
+                expected=", ".join(states.BINDABLE))
+        if arq.state not in states.BINDABLE:
+            raise exception.ARQBadState(
+                uuid=arq.uuid, state=arq.state, action="binding",
+                expected=", ".join(states.BINDABLE))
+        values = dict(fields)
+        states.move(session, arq, states.BIND_STARTED, **values)
+        deployable = db_api.deployable_by_rp(session,
+                                             fields["device_rp_uuid"])
+        if deployable is None:
+            raise exception.ResourceProviderNotFound(
+                rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
+        device = session.get(models.Device, deployable.device_id)
+        if deployable.state != "ready" or device.status != "enabled":
+            raise exception.DeployableNotReady(
+                deployable=deployable.uuid,
+                state=(deployable.state if deployable.state != "ready"
+                       else f"on a {device.status} device"))
+        wanted = needs_programming(groups[arq.id], deployable)
+        if wanted is not None:
+            if programmer is None:
+                running = (deployable.function_id or deployable.bitstream_id
+                           or "nothing")
+                raise exception.ProgrammingUnavailable(
+                    deployable=deployable.uuid, running=running,
+                    arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
+            # NOTE(cyborg_lite): the seam for issue 5: the programmer takes
+            # over from BindStarted (handle reservation, agent call, Bound
+            # or BindFailed, event) and must not block the PATCH.
+            programmer.start(session, arq, deployable, groups[arq.id])
+            continue
+        handle = db_api.take_free_handle(session, deployable.id, arq.id)
+        if handle is None:
+            raise exception.NoFreeAttachHandle(
+                deployable=deployable.uuid,
+                rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
+        states.move(session, arq, states.BOUND, deployable_id=deployable.id,
+                    notification="pending" if notify else None)
+        bound.append(arq.uuid)
+    return bound
+
+
+def _fail(session, binds, project_id):
+    arqs = db_api.arq_list(session, project_id=project_id,
+                           uuids=list(binds))
+    for arq in arqs:
+        if arq.state in states.BINDABLE:
+            states.move(session, arq, states.BIND_FAILED, **binds[arq.uuid])
+
+
+def bind(db, binds, project_id=None, programmer=None, notify=True):
+    """Bind ARQs, all or nothing.
+
+    :param db: the :class:`cyborg_lite.db.api.Database`.
+    :param binds: {arq uuid: {hostname, device_rp_uuid, instance_uuid}}.
+    :param project_id: restrict to this project's ARQs (None: any).
+    :param programmer: bind-time programming seam, or None.
+    :param notify: mark new binds for a Nova event.
+    :raises ARQNotFound, ResourceProviderNotFound: 404.
+    :raises ARQBadState, NoFreeAttachHandle, ProgrammingUnavailable: 409;
+        the PATCH's bindable ARQs are left ``BindFailed``.
+    :raises InstanceAlreadyBound: 400.
+    :returns: uuids of the ARQs this call bound (identical repeats are not
+        included: they have nothing new to report).
+    """
+    binds = {canonical_uuid(arq): {
+        **fields,
+        "device_rp_uuid": canonical_uuid(fields["device_rp_uuid"]),
+        "instance_uuid": canonical_uuid(fields["instance_uuid"])}
+        for arq, fields in binds.items()}
+    for fields in binds.values():
+        fields.pop("project_id", None)
+    try:
+        return db.run(_reserve, binds, project_id, programmer, notify)
+    except (exception.ResourceProviderNotFound,
+            exception.NoFreeAttachHandle, exception.ARQBadState,
+            exception.DeployableNotReady,
+            exception.ProgrammingUnavailable) as error:
+        db.run(_fail, binds, project_id)
+        LOG.info("Bind of %s failed: %s", ", ".join(binds), error.message)
+        raise
+
+
+def _unbind_rows(session, arqs):
+    db_api.release_handles(session, [arq.id for arq in arqs])
+    for arq in arqs:
+        states.move(session, arq, states.UNBOUND, hostname=None,
+                    device_rp_uuid=None, instance_uuid=None,
+                    deployable_id=None, notification=None)
+
+
+def unbind(db, arq_uuids, project_id=None):
+    """Unbind ARQs: free their handles, clear host/RP/instance.
+
+    Repeating it is harmless. :raises ARQNotFound: for unknown ARQs.
+    """
+    uuids = [canonical_uuid(u) for u in arq_uuids]
+
+    def _run(session):
+        arqs = _load_arqs(session, uuids, project_id)
+        _unbind_rows(session, list(arqs.values()))
+
+    db.run(_run)
+
+
+def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
+           is_service=False):
+    """Delete ARQs by uuid list or by instance, unbinding them first.
+
+    By uuids: deletes those that exist, then raises ARQNotFound naming the
+    missing ones (as real Cyborg). A bound ARQ needs a service token, checked
+    before anything is deleted.
+    """
+    def _run(session):
+        if instance_uuid is not None:
+            arqs = db_api.arq_list(session, project_id=project_id,
+                                   instance_uuid=instance_uuid)
+        else:
+            arqs = db_api.arq_list(session, project_id=project_id,
+                                   uuids=arq_uuids)
+        if not is_service:
+            bound = [a.uuid for a in arqs if a.state != states.INITIAL
+                     and (a.instance_uuid or a.state == states.BOUND)]
+            if bound:
+                raise exception.ServiceTokenRequired(
+                    action=f"deleting bound ARQ(s) {', '.join(bound)}",
+                    roles="the service token roles")
+        db_api.release_handles(session, [a.id for a in arqs])
+        db_api.arq_delete_rows(session, [a.id for a in arqs])
+        return {a.uuid for a in arqs}
+
+    deleted = db.run(_run)
+    if arq_uuids is not None:
+        missing = [u for u in arq_uuids if u not in deleted]
+        if missing:
+            raise exception.ARQNotFound(uuids=", ".join(missing))

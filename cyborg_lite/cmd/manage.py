@@ -1,0 +1,115 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""``cyborg-lite-manage``: administrative commands.
+
+``db sync``, ``inventory import --host HOST FILE``. Other modules add command
+groups (e.g. ``placement``, ``pools``) by providing a module named in
+``EXTENSIONS`` with ``add_commands(subparsers)``: each parser it adds sets
+``func=callable(conf, args) -> exit code`` through ``set_defaults``.
+"""
+
+import importlib
+import json
+import sys
+
+from oslo_config import cfg
+
+from cyborg_lite.db import api as db_api
+from cyborg_lite import inventory_sync
+from cyborg_lite import service
+from ironic_accel import inventory
+
+#: modules that may add command groups; missing ones are skipped.
+EXTENSIONS = ["cyborg_lite.placement.manage", "cyborg_lite.pools.manage"]
+
+
+def db_sync(conf, args):
+    """Create or upgrade the schema."""
+    db = db_api.Database.from_conf(conf)
+    db.sync()
+    print(f"Database schema is at the newest revision "
+          f"({db_api.migration.current(db.engine)}).")
+    return 0
+
+
+def inventory_import(conf, args):
+    """Apply an inventory document read from a file."""
+    try:
+        with open(args.file, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except (OSError, ValueError) as error:
+        print(f"Cannot read {args.file}: {error}", file=sys.stderr)
+        return 2
+    if not isinstance(document, dict):
+        print(f"{args.file}: the document must be a JSON object",
+              file=sys.stderr)
+        return 2
+    if args.host:
+        document = dict(document, host=args.host)
+    db = db_api.Database.from_conf(conf)
+    try:
+        summary = inventory_sync.apply_document(db, document)
+    except inventory.InvalidInventory as error:
+        print(f"Rejected {args.file}: {error}; nothing was changed.",
+              file=sys.stderr)
+        return 1
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _add_core_commands(subparsers):
+    parser = subparsers.add_parser("db", help="database schema")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("sync", help="create or upgrade the schema").set_defaults(
+        func=db_sync)
+
+    parser = subparsers.add_parser("inventory", help="device inventory")
+    sub = parser.add_subparsers(dest="action", required=True)
+    imp = sub.add_parser("import", help="apply an inventory document file")
+    imp.add_argument("--host", help="the host the document describes "
+                                    "(overrides the document's 'host')")
+    imp.add_argument("file", help="the inventory document (JSON)")
+    imp.set_defaults(func=inventory_import)
+
+
+def _extensions():
+    found = []
+    for name in EXTENSIONS:
+        try:
+            found.append(importlib.import_module(name))
+        except ModuleNotFoundError as exc:
+            if exc.name != name and not name.startswith(f"{exc.name}."):
+                raise
+    return found
+
+
+def add_command_parsers(subparsers):
+    """Every command group: the core ones and the extensions'."""
+    _add_core_commands(subparsers)
+    for module in _extensions():
+        module.add_commands(subparsers)
+
+
+def main(argv=None):
+    """Run one command; returns (and exits with) its exit code."""
+    conf = service.new_conf()
+    conf.register_cli_opt(cfg.SubCommandOpt(
+        "command", title="Commands", handler=add_command_parsers))
+    service.prepare(sys.argv[1:] if argv is None else argv, conf=conf)
+    code = conf.command.func(conf, conf.command)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

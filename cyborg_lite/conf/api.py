@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""API service options: [DEFAULT] auth_strategy, [api], [noauth], [nova]."""
+
+from keystonemiddleware import auth_token
+from oslo_config import cfg
+
+default_opts = [
+    cfg.StrOpt("auth_strategy", default="noauth",
+               choices=[("noauth", "trust the X-Project-Id, X-User-Id, "
+                                   "X-Roles and X-Service-Roles headers, as "
+                                   "real Cyborg does behind a disabled "
+                                   "authtoken filter; for trusted networks "
+                                   "and standalone hosts only"),
+                        ("keystone", "validate tokens with "
+                                     "keystonemiddleware (configure "
+                                     "[keystone_authtoken])")],
+               help="How API requests are authenticated."),
+]
+
+api_opts = [
+    cfg.HostAddressOpt("host", default="127.0.0.1",
+                       help="Address the development server "
+                            "(cyborg-lite-api) listens on. Production runs "
+                            "cyborg_lite.wsgi:application under gunicorn "
+                            "or uWSGI instead."),
+    cfg.PortOpt("port", default=6666,
+                help="Port of the development server; 6666 is Cyborg's "
+                     "standalone port."),
+    cfg.ListOpt("service_token_roles", default=["service"],
+                help="Roles of a service token (X-Service-Roles) that make "
+                     "a request a service request. Bind, unbind, "
+                     "delete-by-instance and deleting a bound ARQ need one "
+                     "(the CVE-2026-40214 checks), as in real Cyborg's "
+                     "[keystone_authtoken] service_token_roles."),
+    cfg.IntOpt("max_limit", default=1000, min=1,
+               help="Largest page a list request returns; a larger "
+                    "'limit' is cut down to this."),
+]
+
+noauth_opts = [
+    cfg.StrOpt("default_project_id", default="standalone",
+               help="With auth_strategy=noauth, the project a request "
+                    "without identity headers acts as. Only for trusted "
+                    "networks and standalone hosts."),
+    cfg.ListOpt("default_roles", default=["admin", "member", "reader"],
+                help="With auth_strategy=noauth, the roles of a request "
+                     "without identity headers."),
+    cfg.ListOpt("default_service_roles", default=["service"],
+                help="With auth_strategy=noauth, the service-token roles "
+                     "of a request without identity headers, so a "
+                     "standalone operator can bind and unbind."),
+]
+
+nova_notify_opts = [
+    cfg.IntOpt("notify_retries", default=5, min=0,
+               help="How many times a failed os-server-external-events "
+                    "call is retried. A 207 whose codes are all 422 (the "
+                    "instance has no host yet) is not retried."),
+    cfg.FloatOpt("notify_retry_interval", default=0.5, min=0,
+                 help="Seconds before the first retry; doubled after each "
+                      "attempt."),
+    cfg.IntOpt("notify_workers", default=4, min=1,
+               help="Threads per API process that send Nova events after "
+                    "the PATCH reply, so a slow Nova never delays a bind."),
+]
+
+
+def register_opts(conf):
+    """Register the API options on ``conf``."""
+    conf.register_opts(default_opts)
+    conf.register_opts(api_opts, group="api")
+    conf.register_opts(noauth_opts, group="noauth")
+    conf.register_opts(nova_notify_opts, group="nova")
+    # NOTE(cyborg_lite): registered up front so [keystone_authtoken] can be
+    # set before the middleware is built; the sample generator takes them
+    # from the keystonemiddleware.auth_token namespace.
+    for group, opts in auth_token.list_opts():
+        conf.register_opts(opts, group=group)
+
+
+def list_opts():
+    """(group, options) pairs for oslo-config-generator."""
+    return [("DEFAULT", default_opts), ("api", api_opts),
+            ("noauth", noauth_opts), ("nova", nova_notify_opts)]

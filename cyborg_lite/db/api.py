@@ -1,0 +1,509 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The one data-access module: engines, transactions and every query.
+
+Filtering happens in SQL; writes of one request happen in one transaction;
+state changes are conditional updates (see :mod:`cyborg_lite.arq_states`).
+Works on sqlite, MariaDB/MySQL (pymysql) and PostgreSQL (psycopg2).
+"""
+
+import contextlib
+import functools
+import logging
+import os
+import time
+import uuid as uuidlib
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
+from sqlalchemy import orm
+
+from cyborg_lite.db import migration
+from cyborg_lite.db import models
+from cyborg_lite import exception
+
+LOG = logging.getLogger(__name__)
+
+# MySQL 1213 deadlock / 1205 lock wait timeout; PostgreSQL 40P01 deadlock /
+# 40001 serialization failure; sqlite "database is locked".
+_RETRYABLE_MYSQL = {1213, 1205}
+_RETRYABLE_PG = {"40P01", "40001"}
+
+
+def _is_retryable(error):
+    orig = getattr(error, "orig", None)
+    args = getattr(orig, "args", ())
+    if args and args[0] in _RETRYABLE_MYSQL:
+        return True
+    if getattr(orig, "pgcode", None) in _RETRYABLE_PG:
+        return True
+    return "database is locked" in str(orig)
+
+
+def _make_engine(url, debug=False):
+    url = sa.engine.make_url(url)
+    kwargs = {"echo": debug, "future": True}
+    if url.get_backend_name() == "sqlite":
+        database = url.database
+        if database and database != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(database)),
+                        exist_ok=True)
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        engine = sa.create_engine(url, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection, record):
+            # NOTE(cyborg_lite): let SQLAlchemy, not pysqlite, emit BEGIN so
+            # that it can be BEGIN IMMEDIATE: a write transaction then takes
+            # the lock up front instead of failing on lock upgrade.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            # NOTE(cyborg_lite): with WAL, NORMAL still never corrupts the
+            # database; it only skips an fsync per commit (a power cut may
+            # lose the last commits), which halves the latency of a bind.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(connection):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    # NOTE(cyborg_lite): READ COMMITTED so a conditional UPDATE that waited
+    # for another worker's row lock sees that worker's commit (and fails its
+    # WHERE) instead of a stale snapshot or a serialization error.
+    kwargs.update(pool_pre_ping=True, pool_recycle=3600,
+                  isolation_level="READ COMMITTED")
+    return sa.create_engine(url, **kwargs)
+
+
+class Database:
+    """A database handle: an engine, sessions and retried transactions.
+
+    :param url: SQLAlchemy URL.
+    :param debug: log SQL statements.
+    :param retries: how often a deadlocked transaction is retried.
+    """
+
+    def __init__(self, url, debug=False, retries=5):
+        self.url = url
+        self.engine = _make_engine(url, debug)
+        self.retries = retries
+        self._sessionmaker = orm.sessionmaker(self.engine,
+                                              expire_on_commit=False)
+
+    @classmethod
+    def from_conf(cls, conf):
+        """The database named by ``[database] connection``."""
+        return cls(conf.database.connection, conf.database.connection_debug,
+                   conf.database.max_retries_on_deadlock)
+
+    def sync(self):
+        """Bring the schema to the newest migration."""
+        migration.upgrade(self.engine)
+
+    def dispose(self):
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """A session in one transaction: committed on success, rolled back
+        on any error."""
+        session = self._sessionmaker()
+        try:
+            with session.begin():
+                yield session
+        finally:
+            session.close()
+
+    def run(self, func, *args, **kwargs):
+        """``func(session, *args, **kwargs)`` in one transaction, retried
+        when the database reports a deadlock or a serialization failure."""
+        delay = 0.01
+        for attempt in range(self.retries + 1):
+            try:
+                with self.transaction() as session:
+                    return func(session, *args, **kwargs)
+            except sa_exc.DBAPIError as error:
+                if attempt == self.retries or not _is_retryable(error):
+                    raise
+                LOG.debug("Retrying %s after %s", func.__name__, error)
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
+
+def transactional(func):
+    """Make ``func(session, ...)`` callable as ``func(db, ...)`` too."""
+    @functools.wraps(func)
+    def wrapper(handle, *args, **kwargs):
+        if isinstance(handle, Database):
+            return handle.run(func, *args, **kwargs)
+        return func(handle, *args, **kwargs)
+    return wrapper
+
+
+def new_uuid():
+    """A new random uuid as a string."""
+    return str(uuidlib.uuid4())
+
+
+def is_uuid_like(value):
+    """True when ``value`` is a UUID string (with or without dashes)."""
+    try:
+        uuidlib.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def _paginate(session, stmt, model, limit, marker):
+    if marker is not None:
+        marker_id = session.execute(
+            sa.select(model.id).where(model.uuid == marker)
+        ).scalar_one_or_none()
+        if marker_id is None:
+            raise exception.InvalidParameter(
+                name="marker", reason=f"no item with uuid {marker}")
+        stmt = stmt.where(model.id > marker_id)
+    stmt = stmt.order_by(model.id)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return list(session.execute(stmt).scalars())
+
+
+# Device profiles
+
+@transactional
+def device_profile_create(session, name, groups, description=None,
+                          uuid=None):
+    """Store a device profile; :raises DeviceProfileExists: on a duplicate
+    name (or uuid)."""
+    exists = session.execute(
+        sa.select(models.DeviceProfile.id).where(
+            models.DeviceProfile.name == name)).first()
+    if exists:
+        raise exception.DeviceProfileExists(name=name)
+    profile = models.DeviceProfile(uuid=uuid or new_uuid(), name=name,
+                                   groups=groups, description=description)
+    session.add(profile)
+    try:
+        session.flush()
+    except sa_exc.IntegrityError:
+        raise exception.DeviceProfileExists(name=name)
+    return profile
+
+
+@transactional
+def device_profile_list(session, names=None, limit=None, marker=None):
+    """Device profiles, optionally only those named in ``names``."""
+    stmt = sa.select(models.DeviceProfile)
+    if names is not None:
+        stmt = stmt.where(models.DeviceProfile.name.in_(names))
+    return _paginate(session, stmt, models.DeviceProfile, limit, marker)
+
+
+@transactional
+def device_profile_get(session, ident):
+    """A device profile by uuid or by name.
+
+    :raises DeviceProfileNotFound:
+    """
+    column = (models.DeviceProfile.uuid if is_uuid_like(ident)
+              else models.DeviceProfile.name)
+    profile = session.execute(
+        sa.select(models.DeviceProfile).where(column == ident)
+    ).scalar_one_or_none()
+    if profile is None and column is models.DeviceProfile.uuid:
+        profile = session.execute(
+            sa.select(models.DeviceProfile).where(
+                models.DeviceProfile.name == ident)).scalar_one_or_none()
+    if profile is None:
+        raise exception.DeviceProfileNotFound(name=ident)
+    return profile
+
+
+@transactional
+def device_profile_delete(session, idents):
+    """Delete device profiles by uuid or name, all or none.
+
+    :raises DeviceProfileNotFound: naming the first unknown one.
+    :raises DeviceProfileInUse: when accelerator requests still use one.
+    """
+    profiles = [device_profile_get(session, ident) for ident in idents]
+    for profile in profiles:
+        count = session.execute(
+            sa.select(sa.func.count(models.ARQ.id)).where(
+                models.ARQ.device_profile_id == profile.id)).scalar_one()
+        if count:
+            raise exception.DeviceProfileInUse(name=profile.name,
+                                               count=count)
+        session.delete(profile)
+
+
+# Accelerator requests
+
+@transactional
+def arq_create_many(session, profile_ident, project_id, specs):
+    """Create ARQs for ``specs``: a list of ``device_profile_group_id``.
+
+    :returns: the new ARQ rows.
+    """
+    profile = device_profile_get(session, profile_ident)
+    arqs = [models.ARQ(uuid=new_uuid(), state="Initial",
+                       device_profile_id=profile.id,
+                       device_profile_name=profile.name,
+                       device_profile_group_id=group_id,
+                       project_id=project_id)
+            for group_id in specs]
+    session.add_all(arqs)
+    session.flush()
+    return arqs
+
+
+@transactional
+def arq_create_from_profile(session, profile_ident, project_id, amount):
+    """Create the ARQs a device profile asks for, in one transaction.
+
+    :param amount: ``amount(group) -> int``, how many ARQs a group needs.
+    :raises DeviceProfileNotFound:
+    :returns: the new ARQ rows.
+    """
+    profile = device_profile_get(session, profile_ident)
+    specs = [index for index, group in enumerate(profile.groups)
+             for _ in range(amount(group))]
+    return arq_create_many(session, profile.name, project_id, specs)
+
+
+def _arq_scope(stmt, project_id):
+    if project_id is not None:
+        stmt = stmt.where(models.ARQ.project_id == project_id)
+    return stmt
+
+
+@transactional
+def arq_list(session, project_id=None, instance_uuid=None, uuids=None,
+             limit=None, marker=None):
+    """ARQs filtered in SQL. ``project_id`` None means every project."""
+    stmt = _arq_scope(sa.select(models.ARQ), project_id)
+    if instance_uuid is not None:
+        stmt = stmt.where(models.ARQ.instance_uuid == instance_uuid)
+    if uuids is not None:
+        stmt = stmt.where(models.ARQ.uuid.in_(uuids))
+    return _paginate(session, stmt, models.ARQ, limit, marker)
+
+
+@transactional
+def arq_get(session, arq_uuid, project_id=None):
+    """One ARQ; :raises ARQNotFound: also for another project's ARQ."""
+    arq = session.execute(
+        _arq_scope(sa.select(models.ARQ), project_id).where(
+            models.ARQ.uuid == arq_uuid)).scalar_one_or_none()
+    if arq is None:
+        raise exception.ARQNotFound(uuids=arq_uuid)
+    return arq
+
+
+def arq_handles(session, arq_ids):
+    """{arq id: (attach handle, deployable)} for the ARQs holding one."""
+    if not arq_ids:
+        return {}
+    rows = session.execute(
+        sa.select(models.AttachHandle, models.Deployable)
+        .join(models.Deployable,
+              models.AttachHandle.deployable_id == models.Deployable.id)
+        .where(models.AttachHandle.arq_id.in_(arq_ids)))
+    return {handle.arq_id: (handle, deployable)
+            for handle, deployable in rows}
+
+
+def arq_delete_rows(session, arq_ids):
+    """Delete ARQ rows (their handles must be released first)."""
+    if arq_ids:
+        session.execute(sa.delete(models.ARQ)
+                        .where(models.ARQ.id.in_(arq_ids))
+                        .execution_options(synchronize_session=False))
+
+
+def other_bound_arqs(session, instance_uuid, exclude_ids):
+    """ARQs of ``instance_uuid`` in a bound-ish state, not in the PATCH."""
+    stmt = sa.select(models.ARQ).where(
+        models.ARQ.instance_uuid == instance_uuid,
+        models.ARQ.state.in_(("BindStarted", "Bound")))
+    if exclude_ids:
+        stmt = stmt.where(models.ARQ.id.not_in(exclude_ids))
+    return list(session.execute(stmt).scalars())
+
+
+# Attach handles
+
+def deployable_by_rp(session, rp_uuid):
+    """The live deployable whose resource provider is ``rp_uuid``."""
+    return session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.rp_uuid == rp_uuid,
+            models.Deployable.retired.is_(False))).scalar_one_or_none()
+
+
+def take_free_handle(session, deployable_id, arq_id, attempts=8):
+    """Reserve one free attach handle of a deployable for an ARQ.
+
+    Each try is one conditional ``UPDATE ... WHERE id = :id AND in_use =
+    false``: when two workers pick the same handle only one update matches,
+    the other moves on to the next candidate.
+
+    :returns: the id of the handle taken, or None when none is free.
+    """
+    candidates = session.execute(
+        sa.select(models.AttachHandle.id)
+        .where(models.AttachHandle.deployable_id == deployable_id,
+               models.AttachHandle.in_use.is_(False),
+               models.AttachHandle.retired.is_(False))
+        .order_by(models.AttachHandle.id).limit(attempts)).scalars().all()
+    for handle_id in candidates:
+        result = session.execute(
+            sa.update(models.AttachHandle)
+            .where(models.AttachHandle.id == handle_id,
+                   models.AttachHandle.in_use.is_(False))
+            .values(in_use=True, arq_id=arq_id,
+                    updated_at=models.utcnow())
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            return handle_id
+    return None
+
+
+def release_handles(session, arq_ids):
+    """Free the attach handles held by ``arq_ids``; returns how many."""
+    if not arq_ids:
+        return 0
+    result = session.execute(
+        sa.update(models.AttachHandle)
+        .where(models.AttachHandle.arq_id.in_(arq_ids))
+        .values(in_use=False, arq_id=None, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False))
+    return result.rowcount
+
+
+# Nova notification bookkeeping
+
+@transactional
+def claim_notifications(session, arq_uuids):
+    """Claim ``pending`` events: only the worker whose UPDATE matched sends.
+
+    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
+    """
+    claimed = []
+    for arq_uuid in arq_uuids:
+        result = session.execute(
+            sa.update(models.ARQ)
+            .where(models.ARQ.uuid == arq_uuid,
+                   models.ARQ.notification == "pending")
+            .values(notification="sending")
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            row = session.execute(
+                sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
+                          models.ARQ.state)
+                .where(models.ARQ.uuid == arq_uuid)).one()
+            claimed.append(tuple(row))
+    return claimed
+
+
+@transactional
+def finish_notifications(session, arq_uuids, outcome):
+    """Record ``sent`` or ``failed`` for claimed events."""
+    session.execute(
+        sa.update(models.ARQ)
+        .where(models.ARQ.uuid.in_(arq_uuids),
+               models.ARQ.notification == "sending")
+        .values(notification=outcome)
+        .execution_options(synchronize_session=False))
+
+
+# Devices and deployables
+
+@transactional
+def device_list(session, type=None, vendor=None, hostname=None, limit=None,
+                marker=None):
+    """Devices filtered in SQL."""
+    stmt = sa.select(models.Device)
+    for column, value in ((models.Device.type, type),
+                          (models.Device.vendor, vendor),
+                          (models.Device.hostname, hostname)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return _paginate(session, stmt, models.Device, limit, marker)
+
+
+@transactional
+def device_get(session, device_uuid):
+    """One device by uuid; :raises DeviceNotFound:"""
+    device = session.execute(
+        sa.select(models.Device).where(models.Device.uuid == device_uuid)
+    ).scalar_one_or_none()
+    if device is None:
+        raise exception.DeviceNotFound(ident=device_uuid)
+    return device
+
+
+@transactional
+def device_set_status(session, device_uuid, status):
+    """Set a device ``enabled`` or ``maintaining``."""
+    device = device_get(session, device_uuid)
+    device.status = status
+    return device
+
+
+@transactional
+def deployable_list(session, device_id=None, rp_uuid=None, name=None,
+                    limit=None, marker=None):
+    """Deployables filtered in SQL."""
+    stmt = sa.select(models.Deployable)
+    for column, value in ((models.Deployable.device_id, device_id),
+                          (models.Deployable.rp_uuid, rp_uuid),
+                          (models.Deployable.name, name)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return _paginate(session, stmt, models.Deployable, limit, marker)
+
+
+@transactional
+def deployable_get(session, deployable_uuid):
+    """One deployable by uuid; :raises DeployableNotFound:"""
+    deployable = session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.uuid == deployable_uuid)).scalar_one_or_none()
+    if deployable is None:
+        raise exception.DeployableNotFound(ident=deployable_uuid)
+    return deployable
+
+
+def attributes_of(session, deployable_ids):
+    """{deployable id: [(key, value)]}."""
+    result = {}
+    if not deployable_ids:
+        return result
+    rows = session.execute(
+        sa.select(models.Attribute).where(
+            models.Attribute.deployable_id.in_(deployable_ids))
+        .order_by(models.Attribute.id)).scalars()
+    for attr in rows:
+        result.setdefault(attr.deployable_id, []).append(
+            (attr.key, attr.value))
+    return result

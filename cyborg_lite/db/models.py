@@ -1,0 +1,159 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""SQLAlchemy models of cyborg_lite.
+
+The schema itself is created by the alembic migrations in
+``cyborg_lite/db/migrations``; these classes must match them (a test compares
+both).
+"""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+
+def utcnow():
+    """Naive UTC now; every timestamp column holds naive UTC."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Base(orm.DeclarativeBase):
+    pass
+
+
+class _Timestamps:
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, default=utcnow, nullable=False)
+    updated_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime, onupdate=utcnow, nullable=True)
+
+
+class DeviceProfile(_Timestamps, Base):
+    __tablename__ = "device_profiles"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    description: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    groups: orm.Mapped[list] = orm.mapped_column(sa.JSON, nullable=False)
+
+
+class Device(_Timestamps, Base):
+    __tablename__ = "devices"
+    __table_args__ = (sa.UniqueConstraint("hostname", "source_id"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    #: the device id in the inventory document (e.g. ``fpga0``).
+    source_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    vendor: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    model: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    std_board_info: orm.Mapped[dict] = orm.mapped_column(sa.JSON)
+    vendor_board_info: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  index=True)
+    pci_address: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    program_mode: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    firmware_version: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    #: ``enabled`` or ``maintaining`` (device enable/disable).
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(16),
+                                                default="enabled")
+    #: gone from the inventory while a handle was still in use.
+    retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+
+
+class Deployable(_Timestamps, Base):
+    __tablename__ = "deployables"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    device_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("devices.id"), index=True)
+    #: the region id in the inventory document.
+    region_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    parent_id: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    root_id: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    num_accelerators: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    rp_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    resource_class: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    driver_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    bitstream_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    function_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    #: ``ready``, ``programming`` or ``error`` (DESIGN §4).
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16),
+                                               default="ready")
+    retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+
+
+class AttachHandle(_Timestamps, Base):
+    __tablename__ = "attach_handles"
+    __table_args__ = (
+        sa.UniqueConstraint("deployable_id", "pci_address", "mdev_type"),
+        sa.Index("ix_attach_handles_free", "deployable_id", "in_use"),
+    )
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("deployables.id"))
+    #: ``PCI`` or ``MDEV``.
+    type: orm.Mapped[str] = orm.mapped_column(sa.String(8))
+    pci_address: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    #: '' for PCI handles, so the unique constraint works on every DB.
+    mdev_type: orm.Mapped[str] = orm.mapped_column(sa.String(64),
+                                                   default="")
+    physical_network: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    in_use: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    #: the ARQ holding the handle (``arqs.id``), or NULL.
+    arq_id: orm.Mapped[int | None] = orm.mapped_column(sa.Integer,
+                                                       unique=True)
+    retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+
+
+class Attribute(_Timestamps, Base):
+    __tablename__ = "attributes"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    deployable_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("deployables.id"), index=True)
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    value: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+
+class ARQ(_Timestamps, Base):
+    __tablename__ = "arqs"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    device_profile_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("device_profiles.id"), index=True)
+    device_profile_name: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    device_profile_group_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    project_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255),
+                                                           index=True)
+    hostname: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    device_rp_uuid: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
+    instance_uuid: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36), index=True)
+    deployable_id: orm.Mapped[int | None] = orm.mapped_column(sa.Integer)
+    #: Nova event bookkeeping: NULL (none due), ``pending``, ``sending``,
+    #: ``sent`` or ``failed``; claimed with a conditional update so two
+    #: API workers never both send an ARQ's event.
+    notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))

@@ -1,0 +1,125 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Domain errors. Each carries its HTTP status and a message format; the API
+turns them into Cyborg's ``{"error_message": ...}`` envelope in one place
+(:mod:`cyborg_lite.api.errors`)."""
+
+
+class CyborgLiteException(Exception):
+    """Base error: ``code`` is the HTTP status, ``msg_fmt`` the message."""
+
+    code = 500
+    msg_fmt = "An unknown error occurred."
+    #: extra response headers, e.g. Allow.
+    headers = None
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            message = self.msg_fmt % kwargs if kwargs else self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+
+class Invalid(CyborgLiteException):
+    code = 400
+    msg_fmt = "Invalid request: %(reason)s"
+
+
+class InvalidParameter(Invalid):
+    msg_fmt = "Invalid query parameter %(name)s: %(reason)s"
+
+
+class Forbidden(CyborgLiteException):
+    code = 403
+    msg_fmt = "Access was denied to this resource: %(reason)s"
+
+
+class PolicyNotAuthorized(Forbidden):
+    msg_fmt = "Policy doesn't allow %(action)s to be performed."
+
+
+class ServiceTokenRequired(Forbidden):
+    msg_fmt = ("%(action)s needs a service token (X-Service-Roles with one "
+               "of %(roles)s).")
+
+
+class NotFound(CyborgLiteException):
+    code = 404
+    msg_fmt = "Resource could not be found."
+
+
+class DeviceProfileNotFound(NotFound):
+    msg_fmt = "Device profile %(name)s could not be found."
+
+
+class ARQNotFound(NotFound):
+    msg_fmt = "Accelerator request(s) %(uuids)s could not be found."
+
+
+class DeployableNotFound(NotFound):
+    msg_fmt = "Deployable %(ident)s could not be found."
+
+
+class DeviceNotFound(NotFound):
+    msg_fmt = "Device %(ident)s could not be found."
+
+
+class ResourceProviderNotFound(NotFound):
+    msg_fmt = ("No deployable has resource provider %(rp_uuid)s "
+               "(device_rp_uuid of ARQ %(arq)s).")
+
+
+class NotAcceptable(CyborgLiteException):
+    code = 406
+    msg_fmt = "%(reason)s"
+
+
+class Conflict(CyborgLiteException):
+    code = 409
+    msg_fmt = "Conflict: %(reason)s"
+
+
+class DeviceProfileExists(Conflict):
+    msg_fmt = "Device profile with name %(name)s already exists."
+
+
+class DeviceProfileInUse(Conflict):
+    msg_fmt = ("Device profile %(name)s is used by %(count)d accelerator "
+               "request(s); delete them first.")
+
+
+class ARQBadState(Conflict):
+    msg_fmt = ("Accelerator request %(uuid)s is %(state)s; %(action)s "
+               "needs one of %(expected)s.")
+
+
+class NoFreeAttachHandle(Conflict):
+    msg_fmt = ("No free attach handle on deployable %(deployable)s "
+               "(resource provider %(rp_uuid)s) for ARQ %(arq)s.")
+
+
+class DeployableNotReady(Conflict):
+    msg_fmt = "Deployable %(deployable)s is %(state)s, not ready for binds."
+
+
+class ProgrammingUnavailable(Conflict):
+    msg_fmt = ("Region %(deployable)s runs %(running)s but ARQ %(arq)s asks "
+               "for %(asked)s; programming at bind time is not available "
+               "yet.")
+
+
+class Locked(CyborgLiteException):
+    code = 423
+    msg_fmt = ("Accelerator requests of instance %(instance)s are not "
+               "resolved yet: %(pending)s.")

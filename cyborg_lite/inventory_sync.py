@@ -1,0 +1,262 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Apply an inventory document (DESIGN.md §3) to the database.
+
+Independent of where the document came from (a file, an Ironic node): the
+caller passes the decoded document. Devices, deployables (one per region,
+``rp_uuid`` from the document) and attach handles of ``document["host"]``
+are created, updated or retired so the database matches the document.
+An attach handle in use is never removed under a bound ARQ: it (and its
+deployable and device) is marked ``retired`` and keeps working until the
+ARQ is unbound; the next sync then removes it. Applying the same document
+twice changes nothing.
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from ironic_accel import inventory
+
+
+def _set(row, values):
+    changed = False
+    for key, value in values.items():
+        if getattr(row, key) != value:
+            setattr(row, key, value)
+            changed = True
+    return changed
+
+
+def _deployable_name(host, device, region):
+    name = f"{host}_{device['pci_address']}"
+    if len(device["regions"]) > 1:
+        name += f"_{region['id']}"
+    return name
+
+
+class _Summary:
+    def __init__(self):
+        self.counts = collections.defaultdict(collections.Counter)
+
+    def add(self, kind, what):
+        self.counts[kind][what] += 1
+
+    def as_dict(self, host):
+        result = {"host": host}
+        for kind in ("devices", "deployables", "attach_handles"):
+            counter = self.counts[kind]
+            result[kind] = {k: counter[k] for k in
+                            ("created", "updated", "unchanged", "retired",
+                             "deleted")}
+        result["changed"] = any(
+            counter[k] for counter in self.counts.values()
+            for k in ("created", "updated", "retired", "deleted"))
+        return result
+
+
+def _sync_handles(session, deployable, wanted, summary):
+    """Make ``deployable``'s handles match ``wanted`` (None: leave them)."""
+    existing = session.execute(
+        sa.select(models.AttachHandle).where(
+            models.AttachHandle.deployable_id == deployable.id)
+    ).scalars().all()
+    if wanted is None:
+        return sum(1 for h in existing if not h.retired)
+    by_key = {(h.pci_address, h.mdev_type): h for h in existing}
+    seen = set()
+    for item in wanted:
+        key = (item["pci_address"].lower(), item.get("mdev_type", ""))
+        seen.add(key)
+        values = {"type": item["type"],
+                  "physical_network": item.get("physical_network"),
+                  "retired": False}
+        handle = by_key.get(key)
+        if handle is None:
+            session.add(models.AttachHandle(
+                uuid=db_api.new_uuid(), deployable_id=deployable.id,
+                pci_address=key[0], mdev_type=key[1], in_use=False,
+                **values))
+            summary.add("attach_handles", "created")
+        elif _set(handle, values):
+            summary.add("attach_handles", "updated")
+        else:
+            summary.add("attach_handles", "unchanged")
+    for key, handle in by_key.items():
+        if key not in seen:
+            _retire_handle(session, handle, summary)
+    return len(wanted)
+
+
+def _retire_handle(session, handle, summary):
+    if handle.in_use:
+        if not handle.retired:
+            handle.retired = True
+            summary.add("attach_handles", "retired")
+        return True
+    session.delete(handle)
+    summary.add("attach_handles", "deleted")
+    return False
+
+
+def _retire_deployable(session, deployable, summary):
+    """Remove a deployable gone from the document; keep it (retired) while
+    one of its handles is in use. :returns: True when kept."""
+    handles = session.execute(
+        sa.select(models.AttachHandle).where(
+            models.AttachHandle.deployable_id == deployable.id)
+    ).scalars().all()
+    kept = [h for h in handles if _retire_handle(session, h, summary)]
+    if kept:
+        if not deployable.retired:
+            deployable.retired = True
+            summary.add("deployables", "retired")
+        return True
+    session.execute(sa.delete(models.Attribute).where(
+        models.Attribute.deployable_id == deployable.id))
+    session.flush()
+    session.delete(deployable)
+    summary.add("deployables", "deleted")
+    return False
+
+
+def _sync_attributes(session, deployable, region):
+    wanted = [("rc", region["resource_class"])]
+    existing = session.execute(
+        sa.select(models.Attribute).where(
+            models.Attribute.deployable_id == deployable.id)
+        .order_by(models.Attribute.id)).scalars().all()
+    if [(a.key, a.value) for a in existing] == wanted:
+        return
+    for attr in existing:
+        session.delete(attr)
+    for key, value in wanted:
+        session.add(models.Attribute(uuid=db_api.new_uuid(),
+                                     deployable_id=deployable.id, key=key,
+                                     value=value))
+
+
+def _sync_device(session, host, doc_device, device, summary):
+    values = {"type": doc_device["type"],
+              "vendor": doc_device["vendor_id"],
+              "model": doc_device.get("model") or doc_device["product_id"],
+              "std_board_info": {
+                  "vendor_id": doc_device["vendor_id"],
+                  "product_id": doc_device["product_id"],
+                  "vendor": doc_device.get("vendor"),
+                  "pci_address": doc_device["pci_address"].lower()},
+              "pci_address": doc_device["pci_address"].lower(),
+              "program_mode": doc_device["program_mode"],
+              "firmware_version": doc_device.get("firmware_version"),
+              "retired": False}
+    if device is None:
+        device = models.Device(uuid=db_api.new_uuid(), hostname=host,
+                               source_id=doc_device["id"], status="enabled",
+                               **values)
+        session.add(device)
+        session.flush()
+        summary.add("devices", "created")
+        changed = True
+    else:
+        changed = _set(device, values)
+    deployables = {d.region_id: d for d in session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.device_id == device.id)).scalars()}
+    seen = set()
+    for region in doc_device["regions"]:
+        seen.add(region["id"])
+        dep = deployables.get(region["id"])
+        values = {"name": _deployable_name(host, doc_device, region),
+                  "rp_uuid": region["rp_uuid"],
+                  "resource_class": region["resource_class"],
+                  "retired": False}
+        if region.get("function_id") is not None:
+            values["function_id"] = region["function_id"]
+        if dep is None:
+            dep = models.Deployable(uuid=db_api.new_uuid(),
+                                    device_id=device.id,
+                                    region_id=region["id"],
+                                    num_accelerators=0, state="ready",
+                                    function_id=region.get("function_id"),
+                                    **values)
+            session.add(dep)
+            session.flush()
+            summary.add("deployables", "created")
+            dep_changed = None
+        else:
+            dep_changed = _set(dep, values)
+        count = _sync_handles(session, dep, region.get("attach_handles"),
+                              summary)
+        resized = _set(dep, {"num_accelerators": max(count, 1)})
+        if dep_changed is not None:
+            dep_changed = dep_changed or resized
+        _sync_attributes(session, dep, region)
+        if dep_changed:
+            summary.add("deployables", "updated")
+        elif dep_changed is False:
+            summary.add("deployables", "unchanged")
+    for region_id, dep in deployables.items():
+        if region_id not in seen:
+            _retire_deployable(session, dep, summary)
+    return device, changed
+
+
+def _apply(session, document):
+    host = document["host"]
+    summary = _Summary()
+    devices = {d.source_id: d for d in session.execute(
+        sa.select(models.Device).where(models.Device.hostname == host)
+    ).scalars()}
+    for doc_device in document["devices"]:
+        existing = devices.get(doc_device["id"])
+        _, changed = _sync_device(session, host, doc_device, existing,
+                                  summary)
+        if existing is not None:
+            summary.add("devices", "updated" if changed else "unchanged")
+    wanted = {d["id"] for d in document["devices"]}
+    for source_id, device in devices.items():
+        if source_id in wanted:
+            continue
+        deployables = session.execute(
+            sa.select(models.Deployable).where(
+                models.Deployable.device_id == device.id)).scalars().all()
+        kept = [d for d in deployables
+                if _retire_deployable(session, d, summary)]
+        if kept:
+            if not device.retired:
+                device.retired = True
+                summary.add("devices", "retired")
+        else:
+            session.flush()
+            session.delete(device)
+            summary.add("devices", "deleted")
+    return summary.as_dict(host)
+
+
+def apply_document(db, document):
+    """Validate ``document`` and make the database match it, in one
+    transaction.
+
+    :param db: a :class:`cyborg_lite.db.api.Database`.
+    :param document: the decoded inventory document.
+    :raises ironic_accel.inventory.InvalidInventory: naming the bad field;
+        nothing is changed.
+    :returns: a summary: per kind (devices, deployables, attach_handles)
+        the counts created/updated/unchanged/retired/deleted, and
+        ``changed``.
+    """
+    inventory.validate(document)
+    return db.run(_apply, document)

@@ -1,0 +1,65 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""WSGI entry point: ``cyborg_lite.wsgi:application`` (gunicorn, uWSGI,
+mod_wsgi). The configuration file comes from ``CYBORG_LITE_CONFIG`` or
+``--config-file`` on the server's command line; the schema must already be
+synced (``cyborg-lite-manage db sync``). No state lives in the process, so
+run as many workers as you like.
+"""
+
+import os
+import sys
+import threading
+
+from cyborg_lite.api import app as app_mod
+from cyborg_lite import service
+
+
+def _config_args(argv):
+    args = []
+    for index, arg in enumerate(argv):
+        if arg == "--config-file" and index + 1 < len(argv):
+            args += [arg, argv[index + 1]]
+        elif arg.startswith("--config-file="):
+            args.append(arg)
+    return args
+
+
+def init_application(argv=None):
+    """Build the WSGI application from the environment's configuration."""
+    args = _config_args(sys.argv[1:] if argv is None else argv)
+    path = os.environ.get("CYBORG_LITE_CONFIG")
+    if path:
+        args = ["--config-file", path] + args
+    conf = service.prepare(args, default_config_files=[] if args else None)
+    return app_mod.create_app(conf)
+
+
+class _LazyApplication:
+    """Builds the app on the first request, so importing this module (as
+    gunicorn's master does before forking) touches no database."""
+
+    def __init__(self):
+        self._app = None
+        self._lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = init_application()
+        return self._app(environ, start_response)
+
+
+application = _LazyApplication()

@@ -1,0 +1,116 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Console scripts and the WSGI entry point."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from cyborg_lite.cmd import demo
+from cyborg_lite.cmd import manage
+from cyborg_lite.db import api as db_api
+from cyborg_lite import wsgi
+from tests.fixtures.cyborg import EXAMPLE_INVENTORY
+
+
+@pytest.fixture
+def config_file(tmp_path):
+    path = tmp_path / "cyborg_lite.conf"
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n"
+                    "[oslo_policy]\npolicy_file = none.yaml\n")
+    return str(path)
+
+
+def _manage(config_file, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        manage.main(["--config-file", config_file, *args])
+    return exit_info.value.code
+
+
+def _summary(out):
+    """The JSON summary the import prints last (logs may come before)."""
+    start = [m.start() for m in re.finditer(r"^\{$", out, re.M)][-1]
+    return json.loads(out[start:])
+
+
+def _db(tmp_path):
+    return db_api.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
+
+
+def test_manage_db_sync_and_inventory_import(tmp_path, config_file,
+                                             capsys):
+    assert _manage(config_file, "db", "sync") == 0
+    assert _manage(config_file, "inventory", "import", "--host", "h1",
+                   EXAMPLE_INVENTORY) == 0
+    summary = _summary(capsys.readouterr().out)
+    assert summary["host"] == "h1"
+    assert summary["attach_handles"]["created"] == 9
+    assert _manage(config_file, "inventory", "import", "--host", "h1",
+                   EXAMPLE_INVENTORY) == 0
+    again = _summary(capsys.readouterr().out)
+    assert again["changed"] is False
+    db = _db(tmp_path)
+    assert len(db_api.device_list(db, hostname="h1")) == 2
+
+
+def test_bad_inventory_is_rejected_naming_the_field(tmp_path, config_file,
+                                                    capsys):
+    assert _manage(config_file, "db", "sync") == 0
+    with open(EXAMPLE_INVENTORY, encoding="utf-8") as handle:
+        document = json.load(handle)
+    document["devices"][1]["regions"][0]["rp_uuid"] = "not-a-uuid"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert _manage(config_file, "inventory", "import", str(bad)) == 1
+    err = capsys.readouterr().err
+    assert "devices[1].regions[0].rp_uuid" in err
+    assert "nothing was changed" in err
+    assert db_api.device_list(_db(tmp_path)) == []
+
+
+def test_console_script_runs_from_the_installed_entry_point(tmp_path,
+                                                            config_file):
+    script = os.path.join(os.path.dirname(sys.executable),
+                          "cyborg-lite-manage")
+    result = subprocess.run([script, "--config-file", config_file, "db",
+                             "sync"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "newest revision" in result.stdout
+
+
+def test_wsgi_application_reads_config_from_environment(
+        tmp_path, config_file, monkeypatch):
+    assert _manage(config_file, "db", "sync") == 0
+    monkeypatch.setenv("CYBORG_LITE_CONFIG", config_file)
+    app = wsgi.init_application(argv=[])
+    response = app.test_client().get("/v2/device_profiles")
+    assert response.status_code == 200
+    assert response.get_json() == {"device_profiles": []}
+
+
+def test_demo_walks_through_the_api(tmp_path, capsys):
+    assert demo.main(["--state-dir", str(tmp_path / "state")]) == 0
+    out = capsys.readouterr().out
+    for text in ("POST /v2/device_profiles", "PATCH /v2/accelerator_requests",
+                 "bind_state=resolved", '"state": "Bound"',
+                 "PCI device 0000:5e:00.1",
+                 "DELETE /v2/accelerator_requests?instance=",
+                 "Demo finished"):
+        assert text in out

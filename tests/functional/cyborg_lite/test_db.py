@@ -1,0 +1,180 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Migrations, persistence and races on sqlite, MariaDB and PostgreSQL."""
+
+import threading
+import time
+import uuid
+
+from alembic import autogenerate
+from alembic import migration as alembic_migration
+import pytest
+import sqlalchemy as sa
+
+from cyborg_lite import arq_states as states
+from cyborg_lite import binding
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import migration
+from cyborg_lite.db import models
+from cyborg_lite import exception
+from cyborg_lite import inventory_sync
+from tests.fixtures.cyborg import FPGA_REGION0_RP
+from tests.fixtures.cyborg import load_example_inventory
+
+
+@pytest.fixture
+def db(db_url):
+    database = db_api.Database(db_url)
+    database.sync()
+    inventory_sync.apply_document(database, load_example_inventory())
+    yield database
+    database.dispose()
+
+
+def _profile_and_arqs(db, count):
+    profile = db_api.device_profile_create(
+        db, name=f"dp-{uuid.uuid4().hex[:8]}",
+        groups=[{"resources:FPGA": str(count)}])
+    return db_api.arq_create_many(db, profile.name, "p1", [0] * count)
+
+
+def test_migrations_match_the_models(db):
+    assert migration.current(db.engine) == migration.head()
+    with db.engine.connect() as connection:
+        context = alembic_migration.MigrationContext.configure(connection)
+        diff = autogenerate.compare_metadata(context, models.Base.metadata)
+    assert diff == []
+    # syncing again is a no-op
+    db.sync()
+    assert migration.current(db.engine) == migration.head()
+
+
+def test_device_profile_round_trip_and_unique_name(db):
+    groups = [{"resources:FPGA": "1", "accel:function_id": "gzip"}]
+    profile = db_api.device_profile_create(db, name="p", groups=groups)
+    assert db_api.device_profile_get(db, profile.uuid).groups == groups
+    assert db_api.device_profile_get(db, "p").uuid == profile.uuid
+    with pytest.raises(exception.DeviceProfileExists):
+        db_api.device_profile_create(db, name="p", groups=groups)
+
+
+def test_state_move_is_conditional_and_idempotent(db):
+    arq = _profile_and_arqs(db, 1)[0]
+    with db.transaction() as session:
+        row = session.get(models.ARQ, arq.id)
+        assert states.move(session, row, states.BIND_STARTED) is True
+        assert states.move(session, row, states.BIND_STARTED) is False
+        assert states.move(session, row, states.BOUND) is True
+        with pytest.raises(exception.ARQBadState):
+            states.move(session, row, states.BIND_STARTED)
+    assert db_api.arq_get(db, arq.uuid).state == states.BOUND
+
+
+def test_two_sessions_racing_for_one_handle(db):
+    """The second session waits on the first's row lock and then finds the
+    handle taken: never both."""
+    arqs = _profile_and_arqs(db, 2)
+    with db.transaction() as session:
+        gpu = db_api.deployable_by_rp(session,
+                                      "1123b2d5-74a2-5528-b9c5-2a0137c3b5af")
+        gpu_id = gpu.id
+    first_has_it = threading.Event()
+    results = {}
+
+    def first():
+        with db.transaction() as session:
+            results["first"] = db_api.take_free_handle(session, gpu_id,
+                                                       arqs[0].id)
+            first_has_it.set()
+            time.sleep(0.5)  # hold the lock while the second one tries
+
+    def second():
+        assert first_has_it.wait(10)
+        with db.transaction() as session:
+            results["second"] = db_api.take_free_handle(session, gpu_id,
+                                                        arqs[1].id)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results["first"] is not None
+    assert results["second"] is None
+    with db.transaction() as session:
+        holders = session.execute(
+            sa.select(models.AttachHandle.arq_id).where(
+                models.AttachHandle.deployable_id == gpu_id)).scalars().all()
+    assert holders == [arqs[0].id]
+
+
+def test_concurrent_binds_never_share_a_handle(db):
+    """12 instances race for region 0 (4 handles): exactly 4 bind."""
+    arqs = _profile_and_arqs(db, 12)
+    outcomes = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(arqs))
+
+    def bind(arq):
+        start.wait(10)
+        try:
+            binding.bind(db, {arq.uuid: {
+                "hostname": "compute-1.example.org",
+                "device_rp_uuid": FPGA_REGION0_RP,
+                "instance_uuid": str(uuid.uuid4())}}, notify=False)
+            result = "bound"
+        except exception.NoFreeAttachHandle:
+            result = "no handle"
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=bind, args=(a,)) for a in arqs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(outcomes) == ["bound"] * 4 + ["no handle"] * 8
+    rows = db_api.arq_list(db, uuids=[a.uuid for a in arqs])
+    assert sorted(r.state for r in rows) == (["BindFailed"] * 8
+                                             + ["Bound"] * 4)
+    with db.transaction() as session:
+        holders = session.execute(
+            sa.select(models.AttachHandle.arq_id).where(
+                models.AttachHandle.in_use.is_(True))).scalars().all()
+    assert len(holders) == len(set(holders)) == 4
+    assert set(holders) == {r.id for r in rows if r.state == "Bound"}
+
+
+def test_inventory_keeps_handle_in_use_until_unbound(db):
+    arq = _profile_and_arqs(db, 1)[0]
+    binding.bind(db, {arq.uuid: {"hostname": "h",
+                                 "device_rp_uuid": FPGA_REGION0_RP,
+                                 "instance_uuid": str(uuid.uuid4())}},
+                 notify=False)
+    document = load_example_inventory()
+    fpga = document["devices"][0]
+    document["devices"] = document["devices"][1:]  # the FPGA vanished
+    summary = inventory_sync.apply_document(db, document)
+    assert summary["devices"]["retired"] == 1
+    assert summary["attach_handles"]["retired"] == 1
+    assert db_api.arq_get(db, arq.uuid).state == "Bound"
+    # same document again: nothing changes
+    assert inventory_sync.apply_document(db, document)["changed"] is False
+    binding.unbind(db, [arq.uuid])
+    summary = inventory_sync.apply_document(db, document)
+    assert summary["devices"]["deleted"] == 1
+    # and it comes back when the document lists it again
+    document["devices"].insert(0, fpga)
+    summary = inventory_sync.apply_document(db, document)
+    assert summary["devices"]["created"] == 1

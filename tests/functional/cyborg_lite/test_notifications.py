@@ -1,0 +1,168 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Nova accelerator-request-bound events: after the reply, once per ARQ,
+retried on failure, 207/422 not retried, skipped without [nova]."""
+
+import logging
+import threading
+import uuid
+
+import pytest
+import requests
+
+from cyborg_lite.db import api as db_api
+from cyborg_lite import notifier as notifier_mod
+from tests.fixtures.cyborg import FPGA_REGION0_RP
+from tests.fixtures.cyborg import make_conf
+from tests.fixtures.cyborg import make_cyborg
+from tests.fixtures.cyborg import NOVA
+from tests.fixtures.cyborg import serve
+
+ARQS = "/v2/accelerator_requests"
+
+
+class GatedNotifier(notifier_mod.NovaNotifier):
+    """Holds every event until the test opens the gate."""
+
+    def __init__(self, conf, db):
+        super().__init__(conf, db)
+        self.gate = threading.Event()
+
+    def send(self, arq_uuids):
+        assert self.gate.wait(10), "the test never opened the gate"
+        return super().send(arq_uuids)
+
+
+@pytest.fixture
+def with_nova(tmp_path, nova_standin):
+    overrides = {"nova.auth_type": "none",
+                 "nova.endpoint_override": nova_standin.endpoint,
+                 "nova.notify_retry_interval": 0.05,
+                 "nova.notify_retries": 3}
+    cyborg = make_cyborg(tmp_path, **overrides)
+    with serve(cyborg.app) as url:
+        cyborg.url = url
+        yield cyborg, nova_standin
+    cyborg.app.extensions["cyborg_lite"].notifier.shutdown()
+
+
+def _bind_over_http(cyborg, count=2, instance=None):
+    profile = cyborg.create_profile([{"resources:FPGA": str(count)}])
+    arqs = [a["uuid"] for a in cyborg.create_arqs(profile["name"])]
+    instance = instance or str(uuid.uuid4())
+    body = {arq: [{"op": "add", "path": "/hostname", "value": "h"},
+                  {"op": "add", "path": "/device_rp_uuid",
+                   "value": FPGA_REGION0_RP},
+                  {"op": "add", "path": "/instance_uuid", "value": instance}]
+            for arq in arqs}
+    response = requests.patch(cyborg.url + ARQS, json=body, headers=NOVA,
+                              timeout=5)
+    return response, arqs, instance
+
+
+def test_one_completed_event_per_arq_with_microversion_2_82(with_nova):
+    cyborg, nova = with_nova
+    response, arqs, instance = _bind_over_http(cyborg)
+    assert response.status_code == 202
+    events = nova.wait_for_events(2, server_uuid=instance)
+    assert sorted(e["tag"] for e in events) == sorted(arqs)
+    for event in events:
+        assert event["name"] == "accelerator-request-bound"
+        assert event["status"] == "completed"
+        assert event.microversion == "2.82"
+    # repeating the identical bind sends nothing more
+    body = {arq: [{"op": "add", "path": p, "value": v} for p, v in
+                  (("/hostname", "h"), ("/device_rp_uuid", FPGA_REGION0_RP),
+                   ("/instance_uuid", instance))] for arq in arqs}
+    assert requests.patch(cyborg.url + ARQS, json=body, headers=NOVA,
+                          timeout=5).status_code == 202
+    assert len(nova.settle(quiet=0.3)) == 2
+
+
+def test_event_is_sent_after_the_reply(tmp_path, nova_standin):
+    overrides = {"nova.auth_type": "none",
+                 "nova.endpoint_override": nova_standin.endpoint}
+    notifier = GatedNotifier(make_conf(tmp_path, **overrides), None)
+    cyborg = make_cyborg(tmp_path, notifier=notifier, **overrides)
+    notifier.db = cyborg.db
+    with serve(cyborg.app) as url:
+        cyborg.url = url
+        # the reply arrives while the event is still held back
+        response, arqs, instance = _bind_over_http(cyborg, count=1)
+        assert response.status_code == 202
+        assert nova_standin.events == []
+        notifier.gate.set()
+        events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["tag"] for e in events] == arqs
+    notifier.shutdown()
+
+
+def test_server_errors_are_retried(with_nova):
+    cyborg, nova = with_nova
+    nova.fail_next(2, status=503)
+    response, arqs, instance = _bind_over_http(cyborg, count=1)
+    assert response.status_code == 202
+    events = nova.wait_for_events(3, server_uuid=instance)
+    assert [e.code for e in events][:2] == [503, 503]
+    assert len(nova.settle(quiet=0.3)) == 3
+    rows = db_api.arq_list(cyborg.db, uuids=arqs)
+    assert [r.notification for r in rows] == ["sent"]
+
+
+def test_207_with_all_422_is_not_retried(with_nova):
+    cyborg, nova = with_nova
+    nova.answer_207(422)
+    response, arqs, instance = _bind_over_http(cyborg)
+    assert response.status_code == 202
+    nova.wait_for_events(2, server_uuid=instance)
+    assert len(nova.settle(quiet=0.3)) == 2
+    assert len(nova.requests) >= 1
+
+
+def test_failed_bind_sends_no_event(with_nova):
+    cyborg, nova = with_nova
+    profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+    arq = cyborg.create_arqs(profile["name"])[0]["uuid"]
+    body = {arq: [{"op": "add", "path": "/hostname", "value": "h"},
+                  {"op": "add", "path": "/device_rp_uuid",
+                   "value": str(uuid.uuid4())},
+                  {"op": "add", "path": "/instance_uuid",
+                   "value": str(uuid.uuid4())}]}
+    response = requests.patch(cyborg.url + ARQS, json=body, headers=NOVA,
+                              timeout=5)
+    assert response.status_code == 404
+    assert nova.settle(quiet=0.3) == []
+
+
+def test_two_workers_never_both_send(with_nova):
+    cyborg, nova = with_nova
+    response, arqs, instance = _bind_over_http(cyborg, count=1)
+    nova.wait_for_events(1, server_uuid=instance)
+    # a second worker asked to send the same ARQ's event finds it claimed
+    other = notifier_mod.NovaNotifier(cyborg.conf, cyborg.db)
+    assert other.send(arqs) == []
+    assert len(nova.settle(quiet=0.3)) == 1
+
+
+def test_without_nova_nothing_is_sent_and_bind_works(cyborg, caplog):
+    caplog.set_level(logging.INFO, logger="cyborg_lite.notifier")
+    notifier = cyborg.app.extensions["cyborg_lite"].notifier
+    assert notifier.enabled is False
+    assert notifier.enabled is False
+    assert sum("not configured" in r.message for r in caplog.records) == 1
+    profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+    arq = cyborg.create_arqs(profile["name"])[0]["uuid"]
+    response = cyborg.bind([arq], FPGA_REGION0_RP, str(uuid.uuid4()))
+    assert response.status_code == 202
+    assert db_api.arq_list(cyborg.db, uuids=[arq])[0].notification is None

@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Policy defaults of CONTRACT.md §1 and the noauth identity."""
+
+from oslo_config import cfg
+import pytest
+
+from cyborg_lite import conf as conf_mod
+from cyborg_lite import context
+from cyborg_lite import exception
+from cyborg_lite import policy
+
+
+@pytest.fixture
+def setup():
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    conf([], default_config_files=[])
+    return conf, policy.make_enforcer(conf)
+
+
+def _ctx(conf, project="p1", roles="member", service=None):
+    environ = {"HTTP_X_PROJECT_ID": project, "HTTP_X_ROLES": roles}
+    if service:
+        environ["HTTP_X_SERVICE_ROLES"] = service
+    return context.from_environ(environ, conf)
+
+
+@pytest.mark.parametrize("roles, action, allowed", [
+    ("member", "cyborg:arq:create", True),
+    ("reader", "cyborg:arq:create", False),
+    ("reader", "cyborg:arq:get_all", True),
+    ("member", "cyborg:device_profile:create", False),
+    ("admin", "cyborg:device_profile:create", True),
+    ("member", "cyborg:device:get_all", False),
+    ("manager", "cyborg:device:get_all", True),
+    ("manager", "cyborg:device:disable", False),
+    ("service", "cyborg:arq:update", True),
+])
+def test_defaults(setup, roles, action, allowed):
+    conf, enforcer = setup
+    ctx = _ctx(conf, roles=roles)
+    if allowed:
+        policy.authorize(enforcer, action, ctx)
+    else:
+        with pytest.raises(exception.PolicyNotAuthorized):
+            policy.authorize(enforcer, action, ctx)
+
+
+def test_member_cannot_act_on_another_projects_arq(setup):
+    conf, enforcer = setup
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, "cyborg:arq:delete", _ctx(conf),
+                         target={"project_id": "p2"})
+
+
+def test_service_token_roles_decide_service_requests(setup):
+    conf, _ = setup
+    assert _ctx(conf, service="service").is_service
+    assert not _ctx(conf, service="other").is_service
+    assert not _ctx(conf).is_service
+
+
+def test_noauth_without_headers_uses_configured_defaults(setup):
+    conf, _ = setup
+    ctx = context.from_environ({}, conf)
+    assert ctx.project_id == "standalone"
+    assert "admin" in ctx.roles and ctx.is_service
+
+
+def test_keystone_strategy_never_invents_an_identity(setup):
+    conf, _ = setup
+    conf.set_override("auth_strategy", "keystone")
+    ctx = context.from_environ({}, conf)
+    assert ctx.project_id is None and not ctx.roles and not ctx.is_service
