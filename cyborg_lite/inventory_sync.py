@@ -190,7 +190,6 @@ def _sync_device(session, host, doc_device, device, summary):
                                     device_id=device.id,
                                     region_id=region["id"],
                                     num_accelerators=0, state="ready",
-                                    function_id=region.get("function_id"),
                                     **values)
             session.add(dep)
             session.flush()

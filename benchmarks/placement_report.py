@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Placement reporter benchmark: N nodes x 4 devices into a real Placement.
+
+Starts its own openstack-placement (tests/fixtures/placement.py: sqlite,
+one wsgiref thread) and, for each N in ``--nodes``, reports N hosts with 2
+FPGAs and 2 GPUs each, sequentially through one client:
+
+1. first report (creates 4 providers per host),
+2. the same documents again (target: zero writes; the client's provider
+   snapshots make it two reads per node),
+3. the same again from a new client (a restarted conductor: no snapshots,
+   so every provider's inventory and traits are read),
+4. one device changed per host (one more attach handle; target: one write,
+   that provider's inventory).
+
+Prints wall time per node and HTTP reads/writes per node for each phase.
+Not a test: figures only.
+
+Example::
+
+    .venv/bin/python benchmarks/placement_report.py --nodes 10 50 200
+"""
+
+import argparse
+import copy
+import os
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+from ironic_accel.placement import client as placement_client  # noqa: E402
+from ironic_accel.placement import reporter  # noqa: E402
+from tests.fixtures import placement as fx  # noqa: E402
+from tests.functional.placement import documents  # noqa: E402
+
+
+def _phase(client, docs):
+    reads, writes = client.reads, client.writes
+    start = time.perf_counter()
+    for doc in docs:
+        reporter.report(client, doc)
+    elapsed = time.perf_counter() - start
+    n = len(docs)
+    return (elapsed * 1000 / n, (client.reads - reads) / n,
+            (client.writes - writes) / n, elapsed)
+
+
+def run(server, count):
+    conn = server.connection()
+    client = placement_client.Client(conn)
+    docs = []
+    for _ in range(count):
+        _, host = fx.create_compute_node(conn)
+        docs.append(documents.document(host, str(uuid.uuid4())))
+    changed = copy.deepcopy(docs)
+    for doc in changed:
+        doc["devices"][0]["regions"][0]["attach_handles"].append(
+            {"type": "PCI", "pci_address": "0000:5e:01.7"})
+    rows = [("first report", _phase(client, docs)),
+            ("no-change re-report", _phase(client, docs))]
+    fresh = placement_client.Client(conn)
+    rows.append(("no-change, new client", _phase(fresh, docs)))
+    rows.append(("one device changed", _phase(fresh, changed)))
+    for label, (ms, reads, writes, total) in rows:
+        print(f"N={count:4d}  {label:21s}  {ms:7.1f} ms/node  "
+              f"{reads:5.1f} reads/node  {writes:5.1f} writes/node  "
+              f"(total {total:6.2f} s)", flush=True)
+    conn.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+",
+                        default=[10, 50, 200])
+    args = parser.parse_args()
+    print("load average before: %.1f %.1f %.1f" % os.getloadavg())
+    with tempfile.TemporaryDirectory(prefix="placement-bench-") as workdir:
+        server = fx.PlacementServer(workdir).start()
+        try:
+            for count in args.nodes:
+                run(server, count)
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""cyborg_lite's side of Placement: the reading helpers and migrations.
+
+- :mod:`request_groups`: a device profile as the Placement request groups
+  Nova builds from it;
+- :mod:`migrate_flat`: move a host from the legacy flat model to nested
+  providers with one reshaper call;
+- :mod:`ironic_source`: read nodes' inventory documents from Ironic.
+"""

@@ -1,0 +1,137 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``cyborg-lite-manage placement ...`` commands.
+
+``placement migrate-flat --host HOST [--inventory FILE] [--apply]``: the
+nested devices come from the inventory document in FILE, or else from the
+Ironic node whose document names HOST (``[ironic]``); Placement is reached
+through ``[placement]``.
+``placement sync-ironic [--host HOST]``: apply the Ironic nodes' documents
+to the database (what the inventory periodic does).
+"""
+
+import json
+import sys
+
+from ironic_accel import clients
+from ironic_accel import inventory
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
+
+from cyborg_lite.placement import ironic_source
+from cyborg_lite.placement import migrate_flat
+
+
+def _document(conf, args):
+    if args.inventory:
+        with open(args.inventory, encoding="utf-8") as handle:
+            return dict(json.load(handle), host=args.host)
+    if not clients.is_configured(conf, "ironic"):
+        raise ValueError("give --inventory FILE, or configure [ironic] to "
+                         "read the host's document from its Ironic node")
+    selection = ironic_source.documents_from_ironic(
+        clients.connection(conf, "ironic"), host=args.host)
+    if not selection.documents:
+        reasons = "; ".join(f"{n}: {r}" for n, r in selection.skipped.items())
+        raise ValueError(f"no usable inventory document for host "
+                         f"{args.host} in Ironic{': ' + reasons if reasons else ''}")
+    return selection.documents[0]
+
+
+def migrate_flat_command(conf, args, out=None):
+    """``placement migrate-flat``; returns the exit code.
+
+    0 done (or nothing to do), 1 refused or failed, 2 bad usage.
+    """
+    out = out or sys.stdout
+    if not clients.is_configured(conf, "placement"):
+        print("[placement] is not configured: nothing to migrate",
+              file=sys.stderr)
+        return 2
+    try:
+        document = _document(conf, args)
+    except (OSError, ValueError) as exc:
+        print(f"Cannot get the inventory of {args.host}: {exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        rc_map = dict(item.split("=", 1)
+                      for item in (getattr(args, "map_resource_class", None)
+                                   or []))
+    except ValueError:
+        print("--map-resource-class takes FLAT_CLASS=NESTED_CLASS",
+              file=sys.stderr)
+        return 2
+    client = placement_client.Client(clients.connection(conf, "placement"))
+    try:
+        _plan, lines = migrate_flat.migrate(client, document,
+                                            do_apply=args.apply,
+                                            rc_map=rc_map)
+    except (migrate_flat.MigrationRefused, reporter.ParentNotFound,
+            inventory.InvalidInventory) as exc:
+        print(f"Refused: {exc}", file=sys.stderr)
+        return 1
+    except placement_client.PlacementError as exc:
+        print(f"Placement refused a step: {exc}. Run the command again: "
+              "completed steps are skipped.", file=sys.stderr)
+        return 1
+    for line in lines:
+        print(line, file=out)
+    return 0
+
+
+def sync_ironic_command(conf, args):
+    """``placement sync-ironic``; returns the exit code."""
+    from cyborg_lite.db import api as db_api
+    if not clients.is_configured(conf, "ironic"):
+        print("[ironic] is not configured", file=sys.stderr)
+        return 2
+    placement = None
+    if clients.is_configured(conf, "placement"):
+        placement = placement_client.Client(
+            clients.connection(conf, "placement"))
+    result = ironic_source.sync(db_api.Database.from_conf(conf),
+                                clients.connection(conf, "ironic"),
+                                host=args.host, placement=placement)
+    print(json.dumps(result, indent=2))
+    return 1 if result["skipped"] else 0
+
+
+def add_commands(subparsers):
+    """Add the ``placement`` command group to cyborg-lite-manage."""
+    parser = subparsers.add_parser("placement", help="Placement providers")
+    sub = parser.add_subparsers(dest="action", required=True)
+    mig = sub.add_parser(
+        "migrate-flat",
+        help="move a host's accelerators from the compute-node provider "
+             "(legacy flat model) to nested providers; dry run unless "
+             "--apply")
+    mig.add_argument("--host", required=True,
+                     help="the compute host (its compute-node provider name)")
+    mig.add_argument("--inventory", metavar="FILE",
+                     help="the host's inventory document; read from Ironic "
+                          "when omitted")
+    mig.add_argument("--map-resource-class", action="append",
+                     metavar="FLAT=NESTED",
+                     help="the flat inventory used another resource class "
+                          "name than the document, e.g. "
+                          "CUSTOM_ACCELERATOR_FPGA=FPGA (repeatable)")
+    mig.add_argument("--apply", action="store_true",
+                     help="carry out the migration (default: only print "
+                          "what would change)")
+    mig.set_defaults(func=migrate_flat_command)
+    syn = sub.add_parser("sync-ironic",
+                         help="apply the Ironic nodes' inventory documents "
+                              "to the database")
+    syn.add_argument("--host", help="only this host")
+    syn.set_defaults(func=sync_ironic_command)

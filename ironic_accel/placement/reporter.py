@@ -1,0 +1,386 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Report a node's accelerators to Placement from the desired tree.
+
+:func:`report` computes the tree the document asks for
+(:mod:`ironic_accel.placement.tree`), reads what Placement has, and writes
+only the differences, each write generation-checked and retried after a
+409 ``placement.concurrent_update``. A report with nothing changed only
+reads. It writes only what the reporter owns (DESIGN §3): provider
+existence, name, parent, ``total``/``max_unit`` and identity traits; never
+``reserved`` (except for a vanished device still in use) nor the function
+traits cyborg_lite set.
+
+:func:`report_after_refresh` is what the inventory refresh calls;
+:func:`report_nodes` is what the conductor periodic calls.
+"""
+
+import dataclasses
+import logging
+
+from ironic_accel import inventory
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import tree as tree_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class ParentNotFound(Exception):
+    """The compute-node provider of the document's host is not in Placement.
+
+    Nova creates it when nova-compute first starts on the host; until then
+    the report cannot be made, and the periodic retries it.
+    """
+
+    def __init__(self, host):
+        self.host = host
+        super().__init__(
+            f"no compute-node resource provider named {host!r} in "
+            "Placement (nova-compute has not registered the host yet, or "
+            "the node maps to the wrong host: see [ironic_accel] "
+            "compute_host_source); the accelerator providers will be "
+            "reported by the next periodic run")
+
+
+class ReportError(Exception):
+    """A provider could not be brought to the desired state."""
+
+
+class FlatHost(ReportError):
+    """The compute node still carries the accelerator inventory itself."""
+
+    def __init__(self, host, classes):
+        super().__init__(
+            f"the compute node {host!r} still has accelerator inventory "
+            f"({', '.join(sorted(classes))}) from the legacy flat model; "
+            "reporting nested providers now would count the devices twice. "
+            f"Run 'cyborg-lite-manage placement migrate-flat --host {host}' "
+            "first")
+
+
+@dataclasses.dataclass
+class Result:
+    """What one report did; provider uuids per outcome."""
+
+    host: str
+    created: list = dataclasses.field(default_factory=list)
+    updated: list = dataclasses.field(default_factory=list)
+    unchanged: list = dataclasses.field(default_factory=list)
+    deleted: list = dataclasses.field(default_factory=list)
+    retired: list = dataclasses.field(default_factory=list)
+    conflicts: int = 0
+    reads: int = 0
+    writes: int = 0
+
+
+def report(client, document, retries=4):
+    """Bring Placement in line with one inventory document.
+
+    :param client: a :class:`ironic_accel.placement.client.Client`.
+    :param document: the node's inventory document.
+    :param retries: re-reads and retries of one provider after a generation
+        conflict.
+    :raises ironic_accel.inventory.InvalidInventory: bad document.
+    :raises ParentNotFound: no compute-node provider for the host.
+    :raises FlatHost: the host still has the legacy flat inventory.
+    :raises ReportError: a provider kept changing, or its name is taken.
+    :raises ironic_accel.placement.client.PlacementError: Placement refused
+        a write for another reason (the message names the call).
+    :returns: a :class:`Result`.
+    """
+    reads, writes = client.reads, client.writes
+    desired = tree_mod.desired_tree(document)
+    result = Result(host=desired.host)
+    root = client.provider_by_name(desired.host)
+    if root is None:
+        raise ParentNotFound(desired.host)
+    existing = {rp["uuid"]: rp for rp in client.tree(root["uuid"])}
+    if any(p.uuid not in existing for p in desired.providers):
+        _refuse_flat_host(client, root, desired)
+
+    for provider in desired.providers:
+        rp = existing.get(provider.uuid)
+        if rp is None:
+            created = _create(client, provider, root["uuid"])
+            if created is not None:
+                result.created.append(provider.uuid)
+                _sync(client, provider, created, retries, result, fresh=True)
+                continue
+            rp = client.provider(provider.uuid)
+        changed, rp = _place(client, provider, rp, root["uuid"])
+        if _sync(client, provider, rp, retries, result) or changed:
+            result.updated.append(provider.uuid)
+        else:
+            result.unchanged.append(provider.uuid)
+
+    wanted = desired.by_uuid()
+    for rp in existing.values():
+        if (rp["uuid"] in wanted
+                or rp["parent_provider_uuid"] != root["uuid"]):
+            continue
+        known = client.snapshot(rp["uuid"], rp["generation"])
+        if known:
+            traits = known[1]
+        else:
+            generation, traits = client.traits(rp["uuid"])
+            client.remember(rp["uuid"], generation, None, traits)
+        if "OWNER_CYBORG" not in traits:
+            continue  # NOTE(accel): not ours (Nova vGPU, Neutron, ...).
+        _vanished(client, rp, traits, retries, result)
+
+    result.reads = client.reads - reads
+    result.writes = client.writes - writes
+    LOG.debug("Placement report for %s: %s", desired.host, result)
+    return result
+
+
+def _refuse_flat_host(client, root, desired):
+    """Raise FlatHost when the compute node has the document's classes.
+
+    Checked only when providers are about to be created, so a host already
+    nested pays nothing for it.
+    """
+    _, root_inv = client.inventories(root["uuid"])
+    flat = set(root_inv) & {p.resource_class for p in desired.providers}
+    if flat:
+        raise FlatHost(desired.host, flat)
+
+
+def _create(client, provider, parent_uuid):
+    """Create the provider; None when its uuid already exists elsewhere."""
+    try:
+        return client.create_provider(provider.uuid, provider.name,
+                                      parent_uuid)
+    except placement_client.PlacementError as exc:
+        if exc.status != 409:
+            raise
+        if client.provider(provider.uuid) is not None:
+            return None
+        raise ReportError(
+            f"cannot create provider {provider.name!r} for device "
+            f"{provider.device_id} region {provider.region_id}: another "
+            f"provider already has that name ({exc})") from exc
+
+
+def _place(client, provider, rp, parent_uuid):
+    """Fix name and parent of an existing provider.
+
+    :returns: ``(written, provider as Placement now has it)``.
+    """
+    if (rp["name"] == provider.name
+            and rp["parent_provider_uuid"] == parent_uuid):
+        return False, rp
+    LOG.info("Provider %s: name %r -> %r, parent %s -> %s", provider.uuid,
+             rp["name"], provider.name, rp["parent_provider_uuid"],
+             parent_uuid)
+    return True, client.update_provider(provider.uuid, provider.name,
+                                        parent_uuid)
+
+
+def _sync(client, provider, rp, retries, result, fresh=False):
+    """Inventory and traits of one provider; True when anything was written.
+
+    A provider just created is known to be empty; one whose generation
+    still matches what this client last saw is known too: either is
+    compared without reading it again.
+    """
+    wrote = False
+    generation = rp["generation"]
+    known = (({}, set()) if fresh
+             else client.snapshot(provider.uuid, generation))
+    if known is not None and known[0] is None:
+        known = None  # NOTE(accel): only its traits were seen.
+    for attempt in range(retries + 1):
+        if known is not None:
+            current_inv, current_traits = known
+            known = None
+        else:
+            generation, current_inv = client.inventories(provider.uuid)
+            generation_t, current_traits = client.traits(provider.uuid)
+            if generation_t != generation:
+                continue  # NOTE(accel): changed between the two reads.
+        revive = tree_mod.RETIRED_TRAIT in current_traits
+        want_inv = tree_mod.merge_inventory(current_inv, provider, revive)
+        want_traits = tree_mod.merge_traits(current_traits, provider)
+        try:
+            if not tree_mod.inventory_equal(current_inv, want_inv):
+                client.ensure_resource_class(provider.resource_class)
+                generation = client.set_inventories(
+                    provider.uuid, generation, want_inv)
+                current_inv = want_inv
+                wrote = True
+            if want_traits != current_traits:
+                generation = client.set_traits(
+                    provider.uuid, generation, want_traits)
+                wrote = True
+            client.remember(provider.uuid, generation, current_inv,
+                            want_traits)
+            return wrote
+        except placement_client.PlacementError as exc:
+            if not exc.is_conflict:
+                raise
+            result.conflicts += 1
+            LOG.info("Provider %s changed while being written (attempt "
+                     "%d); re-reading", provider.uuid, attempt + 1)
+    raise ReportError(
+        f"provider {provider.uuid} ({provider.name}) kept changing under "
+        f"the reporter: gave up after {retries + 1} attempts")
+
+
+def _vanished(client, rp, traits, retries, result):
+    """A device left the document: delete its provider, or retire it."""
+    rp_uuid = rp["uuid"]
+    allocations = client.allocations(rp_uuid)
+    if not allocations:
+        try:
+            client.delete_provider(rp_uuid)
+            LOG.info("Provider %s (%s): device gone, provider deleted",
+                     rp_uuid, rp["name"])
+            result.deleted.append(rp_uuid)
+            return
+        except placement_client.PlacementError as exc:
+            if exc.status != 409:
+                raise
+            allocations = client.allocations(rp_uuid)
+    for attempt in range(retries + 1):
+        generation, inventories = client.inventories(rp_uuid)
+        generation_t, traits = client.traits(rp_uuid)
+        if generation_t != generation:
+            continue
+        want_inv = {rc: dict(record, reserved=record["total"])
+                    for rc, record in inventories.items()}
+        want_traits = traits | {tree_mod.RETIRED_TRAIT}
+        if want_inv == inventories and want_traits == traits:
+            return
+        LOG.warning(
+            "Provider %s (%s): its device vanished from the inventory but "
+            "consumers %s still hold allocations on it; keeping it with "
+            "reserved = total until they are gone (allocations are never "
+            "deleted by the reporter)", rp_uuid, rp["name"],
+            ", ".join(sorted(allocations)))
+        try:
+            if want_inv != inventories:
+                generation = client.set_inventories(
+                    rp_uuid, generation, want_inv)
+            if want_traits != traits:
+                client.set_traits(rp_uuid, generation, want_traits)
+            result.retired.append(rp_uuid)
+            return
+        except placement_client.PlacementError as exc:
+            if not exc.is_conflict:
+                raise
+            result.conflicts += 1
+    raise ReportError(f"provider {rp_uuid} kept changing while retiring it")
+
+
+def _ironic_conf():
+    from ironic.conf import CONF
+
+    from ironic_accel import conf as accel_conf
+    if "accel_placement" not in CONF:
+        accel_conf.register_opts(CONF)
+    return CONF
+
+
+#: One client per ConfigOpts, kept so its provider snapshots let a
+#: no-change report skip re-reading providers.
+_CLIENTS = {}
+
+
+def _make_client(conf):
+    from ironic_accel import clients
+    if not conf.accel_placement.enabled:
+        LOG.debug("[accel_placement] enabled is false: not reporting")
+        return None
+    if not clients.is_configured(conf, "placement"):
+        LOG.debug("[placement] is not configured: not reporting "
+                  "accelerators to Placement")
+        return None
+    key = _client_key(conf)
+    client = _CLIENTS.get(key)
+    if client is None or client.conf is not conf:
+        client = placement_client.Client(clients.connection(conf, "placement"))
+        client.conf = conf
+        _CLIENTS[key] = client
+    return client
+
+
+def _client_key(conf):
+    """One cached client per ConfigOpts and per way of reaching Placement."""
+    group = conf.placement
+    settings = [id(conf), group.auth_type, group.endpoint_override]
+    for name in ("endpoint", "auth_url", "username", "project_name"):
+        try:
+            settings.append(getattr(group, name))
+        except Exception:  # NOTE(accel): the auth plugin lacks the option.
+            settings.append(None)
+    return tuple(settings)
+
+
+def report_after_refresh(node, document, conf=None):
+    """Report a node's freshly refreshed inventory document.
+
+    A no-op (logged at debug) when ``[placement]`` is not configured or
+    ``[accel_placement] enabled`` is false.
+
+    :param node: the Ironic node (used for log messages).
+    :param document: its inventory document.
+    :param conf: a ConfigOpts; Ironic's global CONF by default.
+    :raises: what :func:`report` raises; the caller logs it and the
+        periodic retries.
+    :returns: a :class:`Result`, or None when reporting is off.
+    """
+    conf = conf or _ironic_conf()
+    client = _make_client(conf)
+    if client is None:
+        return None
+    result = report(client, document,
+                    retries=conf.accel_placement.conflict_retries)
+    LOG.info("Node %s: accelerators reported to Placement under %s "
+             "(created %d, updated %d, deleted %d, retired %d)",
+             getattr(node, "uuid", node), result.host, len(result.created),
+             len(result.updated), len(result.deleted), len(result.retired))
+    return result
+
+
+def report_nodes(nodes, conf=None, client=None):
+    """Re-report every node's stored document (the conductor periodic).
+
+    Nodes without a document are skipped; one node's failure is logged and
+    does not stop the others (the next run retries it).
+
+    :param nodes: Ironic nodes (anything with ``uuid`` and ``extra``).
+    :param conf: a ConfigOpts; Ironic's global CONF by default.
+    :param client: a :class:`ironic_accel.placement.client.Client` to
+        reuse; built from ``[placement]`` when omitted.
+    :returns: ``{node uuid: Result or the exception}``; empty when
+        reporting is off.
+    """
+    conf = conf or _ironic_conf()
+    client = client or _make_client(conf)
+    if client is None:
+        return {}
+    outcome = {}
+    for node in nodes:
+        document = (node.extra or {}).get(inventory.NODE_EXTRA_KEY)
+        if not document:
+            continue
+        try:
+            outcome[node.uuid] = report(
+                client, document,
+                retries=conf.accel_placement.conflict_retries)
+        except Exception as exc:
+            LOG.warning("Node %s: accelerator report to Placement failed, "
+                        "retrying next period: %s", node.uuid, exc)
+            outcome[node.uuid] = exc
+    return outcome
