@@ -1,0 +1,396 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Inventory refresh: Redfish -> inventory document, node traits, firmware.
+
+:func:`build_document` turns what the BMC reports into the inventory
+document of DESIGN §3 (pure, unit-tested with recorded Redfish JSON);
+:func:`refresh` reads the BMC through the gateway and writes the document to
+``node.extra``, the node traits and the node's cached firmware components,
+then hands the document to the Placement reporter.
+"""
+
+import datetime
+import importlib
+import re
+
+from ironic.common import exception
+from ironic.conf import CONF
+from ironic import objects
+from oslo_log import log
+from sushy.resources.system import constants as sys_cons
+
+from ironic_accel import conf as accel_conf
+from ironic_accel import inventory
+from ironic_accel import redfish_gateway as gateway
+
+LOG = log.getLogger(__name__)
+
+accel_conf.register_opts(CONF)
+
+#: Node trait saying the node has a device of a type, e.g. CUSTOM_ACCEL_FPGA.
+TYPE_TRAIT_PREFIX = "CUSTOM_ACCEL_"
+#: Every trait the refresh owns on a node; others are left alone, deploy
+#: template traits such as CUSTOM_ACCEL_PROGRAM_<X> included.
+TYPE_TRAITS = frozenset(TYPE_TRAIT_PREFIX + t for t in inventory.DEVICE_TYPES)
+
+#: Firmware component name prefix, like Ironic's own ``nic:``.
+COMPONENT_PREFIX = "accel:"
+
+_RESOURCE_CLASSES = {"FPGA": "FPGA", "GPU": "PGPU"}
+# NOTE(ironic-accel): Redfish says "Accelerator" for anything else; the PCI
+# class of the device tells a SmartNIC from a generic accelerator.
+_CLASS_TYPES = {
+    sys_cons.DeviceClass.NETWORK_CONTROLLER: "NIC",
+}
+
+
+def type_trait(device_type):
+    """The node trait for a device type, e.g. ``CUSTOM_ACCEL_GPU``."""
+    return TYPE_TRAIT_PREFIX + device_type
+
+
+def is_owned_trait(trait):
+    """True for the node traits the refresh computes (and may remove)."""
+    return (trait in TYPE_TRAITS
+            or trait.startswith(inventory.FUNCTION_TRAIT_PREFIX))
+
+
+def _hex_id(value):
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    try:
+        number = int(text, 16)
+    except ValueError:
+        return None
+    return f"0x{number:04x}"
+
+
+def _number(value):
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    try:
+        return int(text, 16) if text.startswith("0x") else int(text)
+    except ValueError:
+        return None
+
+
+def pci_address(function):
+    """The BDF of a sushy PCIeFunction, or None when it says too little."""
+    parts = [_number(function.segment_number) or 0,
+             _number(function.bus_number), _number(function.device_number),
+             _number(function.function_number)]
+    if parts[3] is None:
+        parts[3] = _number(function.function_id)
+    if None in parts:
+        return None
+    return "%04x:%02x:%02x.%x" % tuple(parts)
+
+
+def _device_id(proc):
+    return re.sub(r"[^A-Za-z0-9._-]", "_", proc.identity).lower()[:64]
+
+
+def _device_type(proc, functions):
+    if proc.processor_type == sys_cons.ProcessorType.FPGA:
+        return "FPGA"
+    if proc.processor_type == sys_cons.ProcessorType.GPU:
+        return "GPU"
+    for function in functions:
+        if function.device_class in _CLASS_TYPES:
+            return _CLASS_TYPES[function.device_class]
+    return "PCI"
+
+
+def _resource_class(device_type):
+    return _RESOURCE_CLASSES.get(device_type, "CUSTOM_" + device_type)
+
+
+def _pcie_for(proc, pcie):
+    """Find the PCIe device and functions that belong to a processor."""
+    function_uris = {uri.rstrip("/") for uri in proc.pcie_function_uris}
+    for device, functions in pcie:
+        if proc.pcie_device_uri and (
+                device.path.rstrip("/") == proc.pcie_device_uri.rstrip("/")):
+            return device, functions
+        if any(f.path.rstrip("/") in function_uris for f in functions):
+            return device, functions
+        for function in functions:
+            linked = (function.links or {}).get("Processors") or []
+            if any(isinstance(link, dict)
+                   and link.get("@odata.id", "").rstrip("/") ==
+                   proc.path.rstrip("/") for link in linked):
+                return device, functions
+    for device, functions in pcie:
+        if device.identity == proc.identity:
+            return device, functions
+    return None, []
+
+
+def _physical_function(functions):
+    physical = [f for f in functions
+                if f.function_type != sys_cons.FunctionType.VIRTUAL]
+    candidates = physical or functions
+    return min(candidates, key=lambda f: _number(f.function_number)
+               or _number(f.function_id) or 0, default=None)
+
+
+def _regions(node_uuid, device_id, device_type, proc):
+    resource_class = _resource_class(device_type)
+    slots = proc.slot_functions if proc.fpga else {}
+
+    def function_id(function):
+        return function.uuid if function is not None else None
+
+    if len(slots) > 1:
+        return "dynamic", [
+            {"id": slot_id,
+             "rp_uuid": inventory.region_rp_uuid(node_uuid, device_id,
+                                                 slot_id),
+             "resource_class": resource_class,
+             "function_id": function_id(function)}
+            for slot_id, function in slots.items()]
+    loaded = [function_id(f) for f in slots.values() if f is not None]
+    return "single", [
+        {"id": "0",
+         "rp_uuid": inventory.region_rp_uuid(node_uuid, device_id, "0"),
+         "resource_class": resource_class,
+         "function_id": loaded[0] if loaded else None}]
+
+
+def build_document(node_uuid, host, processors, pcie, firmware_inventory,
+                   now=None):
+    """Build and validate the inventory document.
+
+    :param node_uuid: the Ironic node uuid.
+    :param host: the compute host name the document names.
+    :param processors: accelerator Processors (gateway objects).
+    :param pcie: ``(PCIeDevice, [PCIeFunction])`` pairs.
+    :param firmware_inventory: SoftwareInventory members.
+    :returns: the document (DESIGN §3).
+    :raises: inventory.InvalidInventory if the BMC's answers make an invalid
+        document.
+    """
+    versions = gateway.firmware_versions_by_processor(firmware_inventory)
+    devices = []
+    for proc in processors:
+        device, functions = _pcie_for(proc, pcie)
+        function = _physical_function(functions)
+        address = pci_address(function) if function is not None else None
+        vendor_id = _hex_id(function.vendor_id) if function else None
+        product_id = _hex_id(function.device_id) if function else None
+        if not (address and vendor_id and product_id):
+            LOG.warning("Node %(node)s: accelerator %(uri)s has no PCIe "
+                        "function with an address and ids; it is left out "
+                        "of the inventory", {"node": node_uuid,
+                                             "uri": proc.path})
+            continue
+        device_id = _device_id(proc)
+        device_type = _device_type(proc, functions)
+        program_mode, regions = _regions(node_uuid, device_id, device_type,
+                                         proc)
+        version = versions.get(proc.path.rstrip("/"), (None, None))[1]
+        devices.append({
+            "id": device_id,
+            "type": device_type,
+            "vendor_id": vendor_id,
+            "product_id": product_id,
+            "vendor": proc.manufacturer or (device.manufacturer
+                                            if device else None),
+            "model": (proc.model or (proc.fpga.model if proc.fpga else None)
+                      or (device.model if device else None)),
+            "pci_address": address,
+            "redfish_uri": proc.path,
+            "firmware_version": (version or proc.firmware_version
+                                 or (device.firmware_version
+                                     if device else None)),
+            "program_mode": program_mode,
+            "regions": regions,
+        })
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    document = {
+        "schema_version": inventory.SCHEMA_VERSION,
+        "node_uuid": node_uuid,
+        "host": host,
+        "refreshed_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "devices": devices,
+    }
+    return inventory.validate(document)
+
+
+def compute_host(node):
+    """The compute host name of a node, per ``compute_host_source``."""
+    source = CONF.ironic_accel.compute_host_source
+    value = None
+    if source == "name":
+        value = node.name
+    else:
+        field, key = source.split(":", 1)
+        value = (getattr(node, field) or {}).get(key)
+    if not value or not isinstance(value, str):
+        LOG.debug("Node %(node)s has no %(source)s; the inventory names "
+                  "the node uuid as host", {"node": node.uuid,
+                                             "source": source})
+        value = node.uuid
+    return value
+
+
+def document_traits(document):
+    """The node traits a document implies."""
+    traits = set()
+    for device in document["devices"]:
+        traits.add(type_trait(device["type"]))
+        vendor = device.get("vendor") or device["vendor_id"]
+        for region in device["regions"]:
+            if region.get("function_id"):
+                traits.add(inventory.function_trait(
+                    vendor_fragment(vendor), region["function_id"]))
+    return traits
+
+
+def vendor_fragment(vendor):
+    """The vendor part of a trait: the first word, e.g. ``Intel``."""
+    words = re.findall(r"[A-Za-z0-9]+", vendor or "")
+    return words[0] if words else "UNKNOWN"
+
+
+def _sync_traits(task, wanted):
+    node = task.node
+    current = set(node.traits.get_trait_names()) if node.traits else set()
+    for trait in sorted(wanted - current):
+        objects.Trait(task.context, node_id=node.id, trait=trait).create()
+    for trait in sorted(t for t in current - wanted if is_owned_trait(t)):
+        objects.Trait.destroy(task.context, node.id, trait)
+    if wanted != {t for t in current if is_owned_trait(t)}:
+        node.traits = objects.TraitList.get_by_node_id(task.context, node.id)
+        # NOTE(ironic-accel): traits are written through Trait objects;
+        # Node.save() refuses a changed traits field.
+        node.obj_reset_changes(fields=["traits"])
+
+
+def firmware_components(document):
+    """Firmware component records (Ironic's format) for the accelerators."""
+    return [{"component": COMPONENT_PREFIX + device["id"],
+             "current_version": device["firmware_version"],
+             "vendor": device.get("vendor"),
+             "model": device.get("model"),
+             "serial_number": None}
+            for device in document["devices"] if device["firmware_version"]]
+
+
+def sync_firmware_components(task, components):
+    """Create or update the node's cached firmware components.
+
+    The same bookkeeping as Ironic's RedfishFirmware: a changed version
+    moves into ``last_version_flashed``.
+
+    :param components: dicts with component, current_version, vendor, model
+        and serial_number.
+    """
+    create, update, _unchanged = (
+        objects.FirmwareComponentList.sync_firmware_components(
+            task.context, task.node.id, components))
+    for new in create:
+        objects.FirmwareComponent(
+            task.context, node_id=task.node.id, component=new["component"],
+            current_version=new["current_version"],
+            vendor=new.get("vendor"), model=new.get("model"),
+            serial_number=new.get("serial_number")).create()
+    for changed in update:
+        record = objects.FirmwareComponent.get(
+            task.context, node_id=task.node.id, name=changed["component"])
+        if record.current_version != changed["current_version"]:
+            record.last_version_flashed = changed["current_version"]
+            record.current_version = changed["current_version"]
+        record.vendor = changed.get("vendor")
+        record.model = changed.get("model")
+        record.serial_number = changed.get("serial_number")
+        record.save()
+
+
+def cache_firmware_components(task, document):
+    """Add or update the accelerators in the node's firmware components.
+
+    So ``GET /v1/nodes/{node}/firmware`` lists them next to BIOS and BMC.
+    """
+    components = firmware_components(document)
+    if components:
+        sync_firmware_components(task, components)
+
+
+def read_document(node):
+    """Read the BMC and build the node's document (no writes).
+
+    :raises: AcceleratorBMCError, BMCUnavailable, InvalidInventory.
+    """
+    processors = gateway.get_accelerator_processors(node)
+    pcie = gateway.get_pcie_devices(node) if processors else []
+    firmware = gateway.get_firmware_inventory(node) if processors else []
+    return build_document(node.uuid, compute_host(node), processors, pcie,
+                          firmware)
+
+
+def report_to_placement(node, document):
+    """Hand the document to the Placement reporter, if it is installed.
+
+    Placement trouble never fails a step: the reporter's own periodic
+    retries, so errors are only logged.
+    """
+    try:
+        placement = importlib.import_module("ironic_accel.placement")
+    except ImportError:
+        return
+    report = getattr(placement, "report_after_refresh", None)
+    if report is None:
+        return
+    try:
+        report(node, document)
+    except Exception:
+        LOG.exception("Node %s: reporting the accelerator inventory to "
+                      "Placement failed; the reporter's periodic retries",
+                      node.uuid)
+
+
+def refresh(task):
+    """Refresh the accelerator inventory of ``task.node``.
+
+    Writes ``node.extra["accelerators"]``, the node traits the document
+    implies and the accelerator firmware components, then reports to
+    Placement. Needs an exclusive lock.
+
+    :returns: the document.
+    :raises: AcceleratorBMCError, BMCUnavailable when the BMC fails;
+        InvalidInventory (as InvalidParameterValue) when its answers do not
+        make a valid document.
+    """
+    node = task.node
+    try:
+        document = read_document(node)
+    except inventory.InvalidInventory as exc:
+        raise exception.InvalidParameterValue(
+            f"Node {node.uuid}: the BMC's accelerator inventory is invalid: "
+            f"{exc}")
+    extra = dict(node.extra or {})
+    extra[inventory.NODE_EXTRA_KEY] = document
+    node.extra = extra
+    _sync_traits(task, document_traits(document))
+    node.save()
+    cache_firmware_components(task, document)
+    LOG.info("Node %(node)s: accelerator inventory refreshed, %(count)d "
+             "device(s)", {"node": node.uuid,
+                           "count": len(document["devices"])})
+    report_to_placement(node, document)
+    return document
