@@ -14,6 +14,8 @@
 """Accelerator request bodies and the bind/unbind patch rules of
 CONTRACT.md §2."""
 
+import jsonschema
+
 from cyborg_lite.api import microversion
 from cyborg_lite import exception
 
@@ -55,6 +57,8 @@ _VALUE_SCHEMAS = {
     "/instance_uuid": {"type": "string", "pattern": _UUID},
     "/project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 }
+_VALUE_VALIDATORS = {path: jsonschema.Draft202012Validator(schema)
+                     for path, schema in _VALUE_SCHEMAS.items()}
 
 
 def parse_patch(body, version, is_admin):
@@ -66,8 +70,6 @@ def parse_patch(body, version, is_admin):
     :raises NotAcceptable: ``/project_id`` below 2.1.
     :raises Forbidden: ``/project_id`` from a non-admin.
     """
-    import jsonschema
-
     kinds = set()
     binds, unbinds = {}, []
     for arq, ops in body.items():
@@ -106,9 +108,11 @@ def parse_patch(body, version, is_admin):
             if "value" not in op:
                 raise exception.Invalid(
                     reason=f"ARQ {arq}: op on {op['path']} has no value")
-            try:
-                jsonschema.validate(op["value"], _VALUE_SCHEMAS[op["path"]])
-            except jsonschema.ValidationError as error:
+            # NOTE: validators are built once; jsonschema.validate() checks
+            # the schema itself on every call, which costs ms per bind.
+            error = jsonschema.exceptions.best_match(
+                _VALUE_VALIDATORS[op["path"]].iter_errors(op["value"]))
+            if error is not None:
                 raise exception.Invalid(
                     reason=f"ARQ {arq}: {op['path']}: {error.message}")
             fields[op["path"][1:]] = op["value"]
