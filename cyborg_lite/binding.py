@@ -18,6 +18,10 @@ transaction (one conditional UPDATE per ARQ and per attach handle); any
 failure rolls the whole reservation back and then marks the PATCH's ARQs
 ``BindFailed`` in a second transaction, so Nova's ``GET ?instance=`` sees a
 resolved state, never a ``BindStarted`` left behind.
+
+An ARQ whose region must first be programmed stays ``BindStarted`` after the
+PATCH (its handle reserved, the region ``programming``); the programmer
+resolves it in the background (:mod:`cyborg_lite.programming`).
 """
 
 import logging
@@ -29,6 +33,8 @@ from cyborg_lite import arq_states as states
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
 from cyborg_lite import exception
+from cyborg_lite.programming import exception as prog_exception
+from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
 
@@ -102,6 +108,29 @@ def _groups(session, arqs):
         arq.device_profile_group_id] for arq in arqs}
 
 
+def _instant_target(session, deployable, device, group):
+    """Re-read the region under a shared lock for an instant bind.
+
+    :returns: the fresh row, or None when it needs programming after all.
+    :raises DeployableNotReady: when it is programming, in error or on a
+        disabled device.
+    """
+    deployable = regions.lock_shared(session, deployable.id)
+    if needs_programming(group, deployable) is not None:
+        return None
+    if deployable.state != regions.READY or device.status != "enabled":
+        state = deployable.state
+        if state == regions.PROGRAMMING:
+            state = "being programmed with " + regions.target_text(
+                deployable.target_function_id,
+                deployable.target_bitstream_id)
+        elif state == regions.READY:
+            state = f"on a {device.status} device"
+        raise exception.DeployableNotReady(deployable=deployable.uuid,
+                                           state=state)
+    return deployable
+
+
 def _reserve(session, binds, project_id, programmer, notify):
     arqs = _load_arqs(session, list(binds), project_id)
     patch_ids = [arq.id for arq in arqs.values()]
@@ -111,12 +140,12 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise InstanceAlreadyBound(
                 instance=instance, arqs=", ".join(a.uuid for a in others))
     groups = _groups(session, arqs.values())
-    bound = []
+    bound, jobs = [], []
     for arq_uuid, fields in binds.items():
         arq = arqs[arq_uuid]
         target = (fields["hostname"], fields["device_rp_uuid"],
                   fields["instance_uuid"])
-        if arq.state == states.BOUND:
+        if arq.state in (states.BOUND, states.BIND_STARTED):
             if (arq.hostname, arq.device_rp_uuid, arq.instance_uuid) \
                     == target:
                 continue  # the identical bind repeated: nothing to do
@@ -137,57 +166,70 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
         device = session.get(models.Device, deployable.device_id)
-        if deployable.state != "ready" or device.status != "enabled":
+        group = groups[arq.id]
+        if needs_programming(group, deployable) is None:
+            fresh = _instant_target(session, deployable, device, group)
+            if fresh is not None:
+                handle = db_api.take_free_handle(session, fresh.id, arq.id)
+                if handle is None:
+                    raise exception.NoFreeAttachHandle(
+                        deployable=fresh.uuid,
+                        rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
+                states.move(session, arq, states.BOUND,
+                            deployable_id=fresh.id,
+                            notification="pending" if notify else None)
+                bound.append(arq.uuid)
+                continue
+        if device.status != "enabled":
             raise exception.DeployableNotReady(
                 deployable=deployable.uuid,
-                state=(deployable.state if deployable.state != "ready"
-                       else f"on a {device.status} device"))
-        wanted = needs_programming(groups[arq.id], deployable)
-        if wanted is not None:
-            if programmer is None:
-                running = (deployable.function_id or deployable.bitstream_id
-                           or "nothing")
-                raise exception.ProgrammingUnavailable(
-                    deployable=deployable.uuid, running=running,
-                    arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
-            # NOTE(cyborg_lite): the seam for issue 5: the programmer takes
-            # over from BindStarted (handle reservation, agent call, Bound
-            # or BindFailed, event) and must not block the PATCH.
-            programmer.start(session, arq, deployable, groups[arq.id])
-            continue
-        handle = db_api.take_free_handle(session, deployable.id, arq.id)
-        if handle is None:
-            raise exception.NoFreeAttachHandle(
-                deployable=deployable.uuid,
-                rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
-        states.move(session, arq, states.BOUND, deployable_id=deployable.id,
-                    notification="pending" if notify else None)
-        bound.append(arq.uuid)
-    return bound
+                state=f"on a {device.status} device")
+        if programmer is None:
+            wanted = needs_programming(group, deployable)
+            running = (deployable.function_id or deployable.bitstream_id
+                       or "nothing")
+            raise exception.ProgrammingUnavailable(
+                deployable=deployable.uuid, running=running,
+                arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
+        # NOTE(cyborg_lite): the programmer takes over from BindStarted:
+        # region taken, handle reserved; Bound or BindFailed come later.
+        jobs.append(programmer.start(session, arq, deployable, group))
+    return bound, jobs
 
 
-def _fail(session, binds, project_id):
+def _fail(session, binds, project_id, notify=False):
     arqs = db_api.arq_list(session, project_id=project_id,
                            uuids=list(binds))
+    failed = []
     for arq in arqs:
         if arq.state in states.BINDABLE:
-            states.move(session, arq, states.BIND_FAILED, **binds[arq.uuid])
+            states.move(session, arq, states.BIND_FAILED,
+                        notification="pending" if notify else None,
+                        **binds[arq.uuid])
+            failed.append(arq.uuid)
+    return failed
 
 
 def bind(db, binds, project_id=None, programmer=None, notify=True):
     """Bind ARQs, all or nothing.
 
+    ARQs whose region must be programmed first stay ``BindStarted``; the
+    programmer resolves them in the background and notifies Nova itself.
+
     :param db: the :class:`cyborg_lite.db.api.Database`.
     :param binds: {arq uuid: {hostname, device_rp_uuid, instance_uuid}}.
     :param project_id: restrict to this project's ARQs (None: any).
-    :param programmer: bind-time programming seam, or None.
+    :param programmer: a :class:`cyborg_lite.programming.programmer.
+        Programmer`, or None (programming at bind time unavailable).
     :param notify: mark new binds for a Nova event.
     :raises ARQNotFound, ResourceProviderNotFound: 404.
-    :raises ARQBadState, NoFreeAttachHandle, ProgrammingUnavailable: 409;
-        the PATCH's bindable ARQs are left ``BindFailed``.
+    :raises ARQBadState, NoFreeAttachHandle, ProgrammingUnavailable,
+        ProgrammingConflict: 409; the PATCH's bindable ARQs are left
+        ``BindFailed`` (for a programming conflict Nova also gets a
+        ``failed`` event, so it reschedules).
     :raises InstanceAlreadyBound: 400.
-    :returns: uuids of the ARQs this call bound (identical repeats are not
-        included: they have nothing new to report).
+    :returns: uuids of the ARQs this call bound (identical repeats and
+        ARQs waiting for programming are not included).
     """
     binds = {canonical_uuid(arq): {
         **fields,
@@ -197,14 +239,19 @@ def bind(db, binds, project_id=None, programmer=None, notify=True):
     for fields in binds.values():
         fields.pop("project_id", None)
     try:
-        return db.run(_reserve, binds, project_id, programmer, notify)
+        bound, jobs = db.run(_reserve, binds, project_id, programmer, notify)
     except (exception.ResourceProviderNotFound,
-            exception.NoFreeAttachHandle, exception.ARQBadState,
-            exception.DeployableNotReady,
-            exception.ProgrammingUnavailable) as error:
-        db.run(_fail, binds, project_id)
+            exception.Conflict) as error:
+        events = (notify and programmer is not None
+                  and isinstance(error, prog_exception.ProgrammingConflict))
+        failed = db.run(_fail, binds, project_id, events)
         LOG.info("Bind of %s failed: %s", ", ".join(binds), error.message)
+        if events:
+            programmer.notify(failed)
         raise
+    if jobs and programmer is not None:
+        programmer.launch(jobs)
+    return bound
 
 
 def _unbind_rows(session, arqs):

@@ -134,16 +134,23 @@ def _retire_deployable(session, deployable, summary):
 
 
 def _sync_attributes(session, deployable, region):
-    wanted = [("rc", region["resource_class"])]
+    """Keep the attributes the inventory owns (``rc``); leave the others.
+
+    Attributes an admin created through the API are not the document's to
+    remove.
+    """
+    wanted = {"rc": region["resource_class"]}
     existing = session.execute(
         sa.select(models.Attribute).where(
-            models.Attribute.deployable_id == deployable.id)
+            models.Attribute.deployable_id == deployable.id,
+            models.Attribute.key.in_(list(wanted)))
         .order_by(models.Attribute.id)).scalars().all()
-    if [(a.key, a.value) for a in existing] == wanted:
-        return
     for attr in existing:
-        session.delete(attr)
-    for key, value in wanted:
+        if wanted.get(attr.key) == attr.value:
+            wanted.pop(attr.key)
+        else:
+            session.delete(attr)
+    for key, value in wanted.items():
         session.add(models.Attribute(uuid=db_api.new_uuid(),
                                      deployable_id=deployable.id, key=key,
                                      value=value))

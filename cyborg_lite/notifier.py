@@ -18,9 +18,17 @@ Nova answers 207/422 and survives only by polling. Here the handler answers
 first; the events go out from a small thread pool, once per ARQ: the ARQ's
 ``notification`` column is claimed with a conditional UPDATE, so two API
 workers can never both send it.
+
+A worker that dies after a bind commits but before its event is out leaves
+the ARQ ``pending`` (or ``sending``, if it died mid-send).
+:func:`resend_pending` sends those once they are older than a grace period;
+``cyborg-lite-manage notifications resend`` runs it by hand, a periodic task
+can run it too.
 """
 
 from concurrent import futures
+import dataclasses
+import datetime
 import logging
 import threading
 import time
@@ -34,6 +42,11 @@ LOG = logging.getLogger(__name__)
 EVENT_NAME = "accelerator-request-bound"
 COMPUTE_MICROVERSION = "2.82"
 EVENTS_PATH = "/os-server-external-events"
+
+#: seconds a ``pending`` event is left to the worker that bound the ARQ.
+DEFAULT_GRACE = 60
+#: floor of the seconds after which a ``sending`` claim counts as dead.
+DEFAULT_STALE_SENDING = 600
 
 
 class NovaNotifier:
@@ -92,8 +105,16 @@ class NovaNotifier:
         if not arq_uuids or not self.enabled:
             return []
         claimed = db_api.claim_notifications(self.db, arq_uuids)
+        return self.deliver(claimed)[0]
+
+    def deliver(self, claimed):
+        """Send events this worker claimed and record the outcome.
+
+        :param claimed: [(arq uuid, instance uuid, ARQ state)].
+        :returns: (events, True when Nova took them).
+        """
         if not claimed:
-            return []
+            return [], True
         events = [{"name": EVENT_NAME, "server_uuid": instance, "tag": arq,
                    "status": arq_states.NOVA_EVENT_STATUS.get(state,
                                                               "failed")}
@@ -101,7 +122,15 @@ class NovaNotifier:
         ok = self._post_with_retries(events)
         db_api.finish_notifications(self.db, [e["tag"] for e in events],
                                     "sent" if ok else "failed")
-        return events
+        return events, ok
+
+    def send_window(self):
+        """The longest a live worker may spend sending one batch (its
+        retry sleeps, plus a minute per attempt for the HTTP calls)."""
+        opts = self.conf.nova
+        sleeps = sum(opts.notify_retry_interval * 2 ** n
+                     for n in range(opts.notify_retries))
+        return sleeps + 60 * (opts.notify_retries + 1)
 
     def _post_with_retries(self, events):
         delay = self.conf.nova.notify_retry_interval
@@ -154,3 +183,61 @@ class NovaNotifier:
         LOG.error("Nova refused events %s with %d: %s",
                   [e["tag"] for e in events], status, response.text[:500])
         return False
+
+
+@dataclasses.dataclass
+class ResendResult:
+    """What :func:`resend_pending` did."""
+
+    #: ARQ uuids whose event Nova took.
+    sent: list = dataclasses.field(default_factory=list)
+    #: ARQ uuids whose event still failed (recorded ``failed``).
+    failed: list = dataclasses.field(default_factory=list)
+    #: False when ``[nova]`` is not configured (nothing was looked at).
+    enabled: bool = True
+
+
+def resend_pending(notifier, grace=DEFAULT_GRACE, stale_sending=None,
+                   include_failed=False, limit=500, batch=50):
+    """Send the events a crashed or restarted worker left behind.
+
+    Claims, with one conditional UPDATE per ARQ (so two workers running this
+    at once never both send an event), the ARQs whose event is
+
+    - ``pending`` and older than ``grace`` seconds (the worker that bound
+      them gets that long to send them itself);
+    - ``sending`` and older than ``stale_sending`` seconds (its sender died
+      mid-send; by default twice :meth:`NovaNotifier.send_window`, at least
+      :data:`DEFAULT_STALE_SENDING`);
+    - with ``include_failed``, ``failed`` and older than ``grace`` (Nova
+      stayed unreachable through every retry),
+
+    and sends them as :meth:`NovaNotifier.send` does.
+
+    :param notifier: a :class:`NovaNotifier` (its ``db`` and ``[nova]``).
+    :param limit: claim at most this many events per call.
+    :param batch: events per POST to Nova.
+    :returns: a :class:`ResendResult`.
+    """
+    result = ResendResult()
+    if not notifier.enabled:
+        result.enabled = False
+        return result
+    if stale_sending is None:
+        stale_sending = max(DEFAULT_STALE_SENDING,
+                            2 * notifier.send_window())
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    cutoffs = {"pending": now - datetime.timedelta(seconds=grace),
+               "sending": now - datetime.timedelta(seconds=stale_sending)}
+    if include_failed:
+        cutoffs["failed"] = cutoffs["pending"]
+    claimed = db_api.claim_stale_notifications(notifier.db, cutoffs,
+                                               limit=limit)
+    if claimed:
+        LOG.info("Resending %d Nova event(s) left behind: %s", len(claimed),
+                 ", ".join(arq for arq, _, _ in claimed))
+    for start in range(0, len(claimed), batch):
+        events, ok = notifier.deliver(claimed[start:start + batch])
+        (result.sent if ok else result.failed).extend(
+            e["tag"] for e in events)
+    return result

@@ -27,6 +27,7 @@ from cyborg_lite import context as context_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite import policy
+from cyborg_lite.programming import programmer as programmer_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -43,9 +44,9 @@ class Services:
     db: db_api.Database
     enforcer: typing.Any
     notifier: typing.Any
-    #: NOTE(cyborg_lite): the seam for bind-time programming (issue 5).
-    #: None means "programming at bind time is not available"; see
-    #: cyborg_lite.binding.needs_programming.
+    #: bind-time, admin and pool programming
+    #: (:class:`cyborg_lite.programming.programmer.Programmer`); None means
+    #: "programming at bind time is not available".
     programmer: typing.Any = None
 
 
@@ -87,25 +88,38 @@ def _keystone(app, conf):
     return dispatch
 
 
-def create_app(conf, db=None, programmer=None, notifier=None):
+#: create_app's default: build the Programmer from the configuration.
+DEFAULT = object()
+
+
+def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     """Build the API application.
 
     :param conf: an oslo.config ConfigOpts with cyborg_lite's options
         registered and parsed.
     :param db: a :class:`cyborg_lite.db.api.Database`; by default the one
         ``[database] connection`` names (its schema must be synced).
-    :param programmer: the bind-time programming seam (None: unavailable).
+    :param programmer: a :class:`~cyborg_lite.programming.programmer.
+        Programmer`; by default one built from ``conf`` whose keeper
+        thread (leases, reconciler) starts with the app; None: no
+        programming at bind time (binds needing it get 409).
     :param notifier: sends Nova's accelerator-request-bound events; by
         default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
     :returns: a Flask app (a WSGI application).
     """
     db = db or db_api.Database.from_conf(conf)
+    notifier = notifier or notifier_mod.NovaNotifier(conf, db)
+    if programmer is DEFAULT:
+        programmer = programmer_mod.Programmer(conf, db, notifier=notifier)
+        programmer.start_background()
+    elif programmer is not None and programmer.notifier is None:
+        programmer.notifier = notifier
     app = flask.Flask("cyborg_lite")
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     app.extensions["cyborg_lite"] = Services(
         conf=conf, db=db, enforcer=policy.make_enforcer(conf),
-        notifier=notifier or notifier_mod.NovaNotifier(conf, db),
+        notifier=notifier,
         programmer=programmer)
 
     # Middleware, innermost first: identity and microversion per request,

@@ -17,11 +17,20 @@ One Blueprint per resource module; each is registered at the root and again
 under ``/accelerator`` (where devstack mounts Cyborg). A known path with an
 unknown method gets 405 with ``Allow`` from werkzeug's routing, turned into
 the error envelope by :mod:`cyborg_lite.api.errors`.
+
+As in real Cyborg's root controller, a path whose first segment (after an
+optional ``/accelerator``) is not ``v2`` is served as ``/v2/<path>``
+(CONTRACT.md §0): ``GET /accelerator_requests`` is ``GET
+/v2/accelerator_requests``, with the same version headers and errors. ``/``
+and ``/accelerator`` stay the root document. :func:`route_to_v2` does it
+before routing; registering the blueprints installs it.
 """
 
 import flask
 
+from cyborg_lite.api import common
 from cyborg_lite.api.handlers import accelerator_requests
+from cyborg_lite.api.handlers import attributes
 from cyborg_lite.api.handlers import deployables
 from cyborg_lite.api.handlers import device_profiles
 from cyborg_lite.api.handlers import devices
@@ -48,11 +57,46 @@ ROUTES = (
                                                    "DELETE": _ARQ.delete_one}),
     (deployables, "/v2/deployables", {"GET": deployables.list_deployables}),
     (deployables, "/v2/deployables/<uuid>", {"GET": deployables.show}),
+    (deployables, "/v2/deployables/<uuid>/program",
+     {"PATCH": deployables.program}),
     (devices, "/v2/devices", {"GET": devices.list_devices}),
     (devices, "/v2/devices/<uuid>", {"GET": devices.show}),
     (devices, "/v2/devices/<uuid>/enable", {"POST": devices.enable}),
     (devices, "/v2/devices/<uuid>/disable", {"POST": devices.disable}),
+    (attributes, "/v2/attributes", {"GET": attributes.list_attributes,
+                                    "POST": attributes.create}),
+    (attributes, "/v2/attributes/<uuid>", {"GET": attributes.show,
+                                           "DELETE": attributes.delete}),
 )
+
+
+def v2_path(path):
+    """The path a request for ``path`` is served at (see module doc)."""
+    prefix = ""
+    if path == common.PREFIX or path.startswith(common.PREFIX + "/"):
+        prefix, path = common.PREFIX, path[len(common.PREFIX):]
+    first = path.lstrip("/").split("/", 1)[0]
+    if not first or first == "v2":
+        return prefix + path
+    return f"{prefix}/v2{path}"
+
+
+def route_to_v2(wsgi_app):
+    """WSGI middleware serving un-versioned paths as ``/v2/...``."""
+    def middleware(environ, start_response):
+        environ["PATH_INFO"] = v2_path(environ.get("PATH_INFO") or "/")
+        return wsgi_app(environ, start_response)
+    middleware.routes_to_v2 = True
+    return middleware
+
+
+def _install_v2_routing(state):
+    # NOTE(cyborg_lite): installed from blueprint registration so every app
+    # built from these routes gets it; it wraps the Flask app itself, inside
+    # any middleware create_app adds afterwards (keystonemiddleware).
+    app = state.app
+    if not getattr(app.wsgi_app, "routes_to_v2", False):
+        app.wsgi_app = route_to_v2(app.wsgi_app)
 
 
 def make_blueprints():
@@ -63,6 +107,7 @@ def make_blueprints():
         bp = blueprints.get(name)
         if bp is None:
             bp = blueprints[name] = flask.Blueprint(name, module.__name__)
+            bp.record_once(_install_v2_routing)
         for method, handler in methods.items():
             bp.add_url_rule(rule, endpoint=f"{handler.__name__}",
                             view_func=handler, methods=[method],

@@ -13,7 +13,7 @@
 
 """``cyborg-lite-manage``: administrative commands.
 
-``db sync``, ``inventory import --host HOST FILE``. Other modules add command
+``db sync``, ``inventory import --host HOST FILE``, ``inventory sync``. Other modules add command
 groups (e.g. ``placement``, ``pools``) by providing a module named in
 ``EXTENSIONS`` with ``add_commands(subparsers)``: each parser it adds sets
 ``func=callable(conf, args) -> exit code`` through ``set_defaults``.
@@ -31,7 +31,8 @@ from cyborg_lite import service
 from ironic_accel import inventory
 
 #: modules that may add command groups; missing ones are skipped.
-EXTENSIONS = ["cyborg_lite.placement.manage", "cyborg_lite.pools.manage"]
+EXTENSIONS = ["cyborg_lite.placement.manage", "cyborg_lite.pools.manage",
+              "cyborg_lite.cmd.notifications"]
 
 
 def db_sync(conf, args):
@@ -68,6 +69,12 @@ def inventory_import(conf, args):
     return 0
 
 
+def inventory_sync_from_ironic(conf, args):
+    """Read the nodes' documents from Ironic and apply them."""
+    from cyborg_lite.placement import manage as placement_manage
+    return placement_manage.sync_ironic_command(conf, args)
+
+
 def _add_core_commands(subparsers):
     parser = subparsers.add_parser("db", help="database schema")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -81,6 +88,10 @@ def _add_core_commands(subparsers):
                                     "(overrides the document's 'host')")
     imp.add_argument("file", help="the inventory document (JSON)")
     imp.set_defaults(func=inventory_import)
+    syn = sub.add_parser("sync", help="apply the inventory documents of the "
+                                      "Ironic nodes ([ironic]) to the database")
+    syn.add_argument("--host", help="only this host")
+    syn.set_defaults(func=inventory_sync_from_ironic)
 
 
 def _extensions():

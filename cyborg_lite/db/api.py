@@ -507,3 +507,141 @@ def attributes_of(session, deployable_ids):
         result.setdefault(attr.deployable_id, []).append(
             (attr.key, attr.value))
     return result
+
+
+# Attributes (the /v2/attributes API)
+
+class AttributeNotFound(exception.NotFound):
+    msg_fmt = "Attribute %(uuid)s could not be found."
+
+
+class AttributeExists(exception.Conflict):
+    msg_fmt = ("Deployable %(deployable)s already has an attribute "
+               "%(key)r (%(uuid)s); delete it first.")
+
+
+class UnknownDeployable(exception.Invalid):
+    msg_fmt = ("deployable_id %(ident)r names no deployable (give its "
+               "integer id or its uuid).")
+
+
+def _deployable_id(session, ident):
+    """The integer id of the deployable ``ident`` (id or uuid), or None."""
+    if isinstance(ident, int) or str(ident).isdigit():
+        column, value = models.Deployable.id, int(ident)
+    elif is_uuid_like(ident):
+        column, value = models.Deployable.uuid, str(uuidlib.UUID(ident))
+    else:
+        return None
+    return session.execute(sa.select(models.Deployable.id).where(
+        column == value)).scalar_one_or_none()
+
+
+@transactional
+def attribute_list(session, deployable=None, key=None, limit=None,
+                   marker=None):
+    """Attributes filtered in SQL.
+
+    :param deployable: a deployable's integer id or uuid; an unknown one
+        matches nothing.
+    :param key: only attributes with this key.
+    """
+    stmt = sa.select(models.Attribute)
+    if deployable is not None:
+        deployable_id = _deployable_id(session, deployable)
+        if deployable_id is None:
+            return []
+        stmt = stmt.where(models.Attribute.deployable_id == deployable_id)
+    if key is not None:
+        stmt = stmt.where(models.Attribute.key == key)
+    return _paginate(session, stmt, models.Attribute, limit, marker)
+
+
+@transactional
+def attribute_get(session, attribute_uuid):
+    """One attribute by uuid; :raises AttributeNotFound:"""
+    attribute = None
+    if is_uuid_like(attribute_uuid):
+        attribute = session.execute(
+            sa.select(models.Attribute).where(
+                models.Attribute.uuid == str(uuidlib.UUID(attribute_uuid)))
+        ).scalar_one_or_none()
+    if attribute is None:
+        raise AttributeNotFound(uuid=attribute_uuid)
+    return attribute
+
+
+@transactional
+def attribute_create(session, deployable, key, value):
+    """Add the attribute ``key = value`` to a deployable.
+
+    :param deployable: the deployable's integer id or uuid.
+    :raises UnknownDeployable: (400) no such deployable.
+    :raises AttributeExists: (409) the deployable already has ``key``.
+    :returns: the new attribute row.
+    """
+    deployable_id = _deployable_id(session, deployable)
+    if deployable_id is None:
+        raise UnknownDeployable(ident=deployable)
+    existing = session.execute(
+        sa.select(models.Attribute.uuid).where(
+            models.Attribute.deployable_id == deployable_id,
+            models.Attribute.key == key)).scalar_one_or_none()
+    if existing is not None:
+        raise AttributeExists(deployable=deployable, key=key,
+                              uuid=existing)
+    attribute = models.Attribute(uuid=new_uuid(),
+                                 deployable_id=deployable_id, key=key,
+                                 value=value)
+    session.add(attribute)
+    session.flush()
+    return attribute
+
+
+@transactional
+def attribute_delete(session, attribute_uuid):
+    """Delete one attribute; :raises AttributeNotFound:"""
+    attribute = attribute_get(session, attribute_uuid)
+    session.delete(attribute)
+
+
+# Nova notifications left behind by a crashed worker
+
+@transactional
+def claim_stale_notifications(session, cutoffs, limit=None):
+    """Claim events no live worker is sending, for a resend.
+
+    One conditional UPDATE per ARQ (``WHERE notification = <as seen> AND
+    updated_at < <cutoff>``, which also bumps ``updated_at``): when two
+    workers race for the same ARQ, only one UPDATE matches.
+
+    :param cutoffs: ``{notification value: naive UTC datetime}``: claim the
+        ARQs in that bookkeeping state last changed before the datetime,
+        e.g. ``{"pending": now - 60 s, "sending": now - 600 s}``.
+    :param limit: claim at most this many.
+    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
+    """
+    if not cutoffs:
+        return []
+    changed = sa.func.coalesce(models.ARQ.updated_at, models.ARQ.created_at)
+    conditions = {value: sa.and_(models.ARQ.notification == value,
+                                 changed < cutoff)
+                  for value, cutoff in cutoffs.items()}
+    stmt = (sa.select(models.ARQ.id, models.ARQ.notification)
+            .where(sa.or_(*conditions.values())).order_by(models.ARQ.id))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    claimed = []
+    for arq_id, seen in session.execute(stmt).all():
+        result = session.execute(
+            sa.update(models.ARQ)
+            .where(models.ARQ.id == arq_id, conditions[seen])
+            .values(notification="sending", updated_at=models.utcnow())
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            row = session.execute(
+                sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
+                          models.ARQ.state)
+                .where(models.ARQ.id == arq_id)).one()
+            claimed.append(tuple(row))
+    return claimed

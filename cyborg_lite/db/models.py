@@ -95,8 +95,21 @@ class Deployable(_Timestamps, Base):
     function_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     #: ``ready``, ``programming`` or ``error`` (DESIGN §4).
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16),
-                                               default="ready")
+                                               default="ready", index=True)
     retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    #: what a running programming loads (one of the two), else NULL.
+    target_function_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    target_bitstream_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    #: the API process running the programming, and its lease: a row in
+    #: ``programming`` whose heartbeat is stale belongs to the reconciler.
+    programming_owner: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(64))
+    heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    #: why the region is in ``error`` (or the last Placement problem).
+    last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
 
 
 class AttachHandle(_Timestamps, Base):
@@ -157,3 +170,17 @@ class ARQ(_Timestamps, Base):
     #: ``sent`` or ``failed``; claimed with a conditional update so two
     #: API workers never both send an ARQ's event.
     notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+
+
+class FunctionPool(_Timestamps, Base):
+    """Operator policy: keep ``min_ready`` idle regions running a function."""
+
+    __tablename__ = "function_pools"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    function_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    min_ready: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    #: only regions of this resource class count (NULL: any).
+    resource_class: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))

@@ -16,8 +16,8 @@
 nested devices come from the inventory document in FILE, or else from the
 Ironic node whose document names HOST (``[ironic]``); Placement is reached
 through ``[placement]``.
-``placement sync-ironic [--host HOST]``: apply the Ironic nodes' documents
-to the database (what the inventory periodic does).
+``inventory sync [--host HOST]`` (wired in cyborg_lite.cmd.manage): apply
+the Ironic nodes' documents to the database (what the inventory periodic does).
 """
 
 import json
@@ -91,7 +91,7 @@ def migrate_flat_command(conf, args, out=None):
 
 
 def sync_ironic_command(conf, args):
-    """``placement sync-ironic``; returns the exit code."""
+    """``inventory sync``; returns the exit code."""
     from cyborg_lite.db import api as db_api
     if not clients.is_configured(conf, "ironic"):
         print("[ironic] is not configured", file=sys.stderr)
@@ -130,8 +130,3 @@ def add_commands(subparsers):
                      help="carry out the migration (default: only print "
                           "what would change)")
     mig.set_defaults(func=migrate_flat_command)
-    syn = sub.add_parser("sync-ironic",
-                         help="apply the Ironic nodes' inventory documents "
-                              "to the database")
-    syn.add_argument("--host", help="only this host")
-    syn.set_defaults(func=sync_ironic_command)

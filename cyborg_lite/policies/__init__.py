@@ -103,8 +103,21 @@ deployable_rules = [
         [("PATCH", "/v2/deployables/{uuid}/program")]),
 ]
 
+_ATTRS = "/v2/attributes"
+
+attribute_rules = [
+    _op("cyborg:attribute:get_all", MANAGER_OR_ADMIN, "List attributes.",
+        [("GET", _ATTRS)]),
+    _op("cyborg:attribute:get_one", MANAGER_OR_ADMIN, "Show an attribute.",
+        [("GET", _ATTRS + "/{uuid}")]),
+    _op("cyborg:attribute:create", ADMIN,
+        "Add an attribute to a deployable.", [("POST", _ATTRS)]),
+    _op("cyborg:attribute:delete", ADMIN, "Delete an attribute.",
+        [("DELETE", _ATTRS + "/{uuid}")]),
+]
+
 
 def list_rules():
     """Every policy default of cyborg_lite."""
     return (base_rules + arq_rules + device_profile_rules + device_rules
-            + deployable_rules)
+            + deployable_rules + attribute_rules)

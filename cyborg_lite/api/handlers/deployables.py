@@ -18,9 +18,12 @@ import json
 import flask
 
 from cyborg_lite.api import common
+from cyborg_lite.api import schemas
+from cyborg_lite.api.schemas import deployables as schema
 from cyborg_lite.db import api as db_api
 from cyborg_lite import exception
 from cyborg_lite import policy
+from cyborg_lite.programming import exception as prog_exception
 
 
 def serialize(deployable, attributes):
@@ -71,5 +74,34 @@ def show(uuid):
     common.query(())
     if not db_api.is_uuid_like(uuid):
         raise exception.DeployableNotFound(ident=uuid)
+    return flask.jsonify(_serialize_all(
+        svc.db, [db_api.deployable_get(svc.db, uuid)])[0])
+
+
+def program(uuid):
+    """PATCH /v2/deployables/{uuid}/program (admin).
+
+    Loads an image (``image_uuid``) or function into the region, or resets
+    it (``op: remove``), waiting for the agent's confirmation. Unlike real
+    Cyborg it records the function and updates the region's function trait.
+    Refused (409) while any handle of the region (of the whole card for a
+    ``single`` device) is in use or the region is being programmed.
+    """
+    svc = _authorize("program")
+    common.query(())
+    body = schemas.validate(schema.PROGRAM, common.json_body())
+    try:
+        function_id, bitstream_id, reset = schema.parse_program(body)
+    except ValueError as error:
+        raise exception.Invalid(reason=str(error))
+    if not db_api.is_uuid_like(uuid):
+        raise exception.DeployableNotFound(ident=uuid)
+    if svc.programmer is None:
+        raise exception.Conflict(reason="programming is not available in "
+                                        "this API process")
+    outcome = svc.programmer.program(uuid, function_id=function_id,
+                                     bitstream_id=bitstream_id, reset=reset)
+    if not outcome.ok:
+        raise prog_exception.ProgrammingFailed(reason=outcome.error)
     return flask.jsonify(_serialize_all(
         svc.db, [db_api.deployable_get(svc.db, uuid)])[0])

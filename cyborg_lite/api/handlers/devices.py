@@ -11,7 +11,8 @@
 # under the License.
 
 
-"""Devices: /v2/devices, enable and disable."""
+"""Devices: /v2/devices, enable and disable (with Placement ``reserved``,
+see :mod:`cyborg_lite.maintenance`)."""
 
 import json
 
@@ -21,7 +22,9 @@ from cyborg_lite.api import common
 from cyborg_lite.api import microversion
 from cyborg_lite.db import api as db_api
 from cyborg_lite import exception
+from cyborg_lite import maintenance
 from cyborg_lite import policy
+from cyborg_lite.programming import placement as prog_placement
 
 
 def serialize(device):
@@ -71,17 +74,33 @@ def show(uuid):
     return flask.jsonify(serialize(db_api.device_get(svc.db, _uuid(uuid))))
 
 
+def _providers(svc):
+    """Who writes ``reserved``: the programmer's Placement client when the
+    app has one, else one kept for the app's life."""
+    providers = getattr(svc.programmer, "providers", None)
+    if providers is None:
+        providers = flask.current_app.extensions.get("cyborg_lite_providers")
+        if providers is None:
+            providers = prog_placement.RegionProviders(svc.conf)
+            flask.current_app.extensions["cyborg_lite_providers"] = providers
+    return providers
+
+
 def enable(uuid):
-    """POST /v2/devices/{uuid}/enable: binds may land on it again."""
+    """POST /v2/devices/{uuid}/enable: binds may land on it again and
+    Placement ``reserved`` goes back to 0."""
     svc = _authorize("enable")
     common.query(())
-    db_api.device_set_status(svc.db, _uuid(uuid), "enabled")
+    maintenance.set_status(svc.db, _uuid(uuid), maintenance.ENABLED,
+                           providers=_providers(svc))
     return common.empty(200)
 
 
 def disable(uuid):
-    """POST /v2/devices/{uuid}/disable: no new binds (``maintaining``)."""
+    """POST /v2/devices/{uuid}/disable: no new binds (``maintaining``) and
+    Placement ``reserved = total``."""
     svc = _authorize("disable")
     common.query(())
-    db_api.device_set_status(svc.db, _uuid(uuid), "maintaining")
+    maintenance.set_status(svc.db, _uuid(uuid), maintenance.MAINTAINING,
+                           providers=_providers(svc))
     return common.empty(200)

@@ -1,0 +1,97 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Device enable/disable: the device status and Placement ``reserved``.
+
+Disabling a device (``maintaining``) sets ``reserved = total`` on the
+resource provider of each of its deployables, so the scheduler places no new
+instance there; enabling sets ``reserved`` back to 0 (DESIGN §3: cyborg_lite
+owns ``reserved``; the reporter keeps it).
+
+Placement is written first, the status only after every provider took the
+change. When Placement fails (unreachable, or refusing after the
+generation-conflict retries), the call fails with 503 naming the provider,
+the status stays what it was, and repeating the call is the retry: every
+write is idempotent. So the status never claims a change Placement has not
+made.
+"""
+
+import logging
+
+import sqlalchemy as sa
+
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from cyborg_lite import exception
+
+LOG = logging.getLogger(__name__)
+
+ENABLED = "enabled"
+MAINTAINING = "maintaining"
+
+
+class PlacementUpdateFailed(exception.CyborgLiteException):
+    code = 503
+    msg_fmt = ("Could not %(action)s device %(device)s in Placement: "
+               "%(error)s. Resource providers done: %(done)s; not done: "
+               "%(pending)s. The device status stays %(status)r; repeat "
+               "the request to retry.")
+
+
+def _providers_of(session, device_uuid):
+    device = db_api.device_get(session, device_uuid)
+    rows = session.execute(
+        sa.select(models.Deployable.rp_uuid, models.Deployable.state)
+        .where(models.Deployable.device_id == device.id,
+               models.Deployable.retired.is_(False))
+        .order_by(models.Deployable.id)).all()
+    return device.status, [tuple(row) for row in rows]
+
+
+def set_status(db, device_uuid, status, providers=None):
+    """Enable (``enabled``) or disable (``maintaining``) a device.
+
+    :param db: the :class:`cyborg_lite.db.api.Database`.
+    :param status: ``enabled`` or ``maintaining``.
+    :param providers: a
+        :class:`cyborg_lite.programming.placement.RegionProviders` (its
+        ``reserve(rp_uuid, reserve)``), or None without Placement.
+    :raises DeviceNotFound: (404)
+    :raises PlacementUpdateFailed: (503) the status is left unchanged.
+    :returns: the device row.
+    """
+    if status not in (ENABLED, MAINTAINING):
+        raise ValueError(f"unknown device status {status!r}")
+    current, deployables = db.run(_providers_of, device_uuid)
+    reserve = status == MAINTAINING
+    if providers is not None and providers.enabled:
+        # NOTE(cyborg_lite): a region being programmed, or left in error,
+        # has reserved = total on the programmer's behalf; enabling the
+        # device must not hand it to the scheduler. The programmer restores
+        # it when it is done (if the device is enabled by then).
+        targets = [rp for rp, state in deployables
+                   if reserve or state == "ready"]
+        done = []
+        for rp_uuid in targets:
+            try:
+                providers.reserve(rp_uuid, reserve=reserve)
+            except Exception as error:
+                LOG.error("Setting reserved on %s for device %s failed: %s",
+                          rp_uuid, device_uuid, error)
+                raise PlacementUpdateFailed(
+                    action="disable" if reserve else "enable",
+                    device=device_uuid, error=error,
+                    done=", ".join(done) or "none",
+                    pending=", ".join(targets[len(done):]), status=current)
+            done.append(rp_uuid)
+    return db_api.device_set_status(db, device_uuid, status)

@@ -1,0 +1,121 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What cyborg_lite owns on a region's resource provider (DESIGN §3):
+``reserved`` while it programs the region, and its
+``CUSTOM_FPGA_FUNCTION_ID_*`` trait.
+
+Every write is generation-checked and retried on
+``placement.concurrent_update`` (the reporter of ironic_accel writes the
+same providers). A provider Placement does not know (standalone
+inventories) is skipped with a log line. With ``[placement]`` unconfigured
+every call is a no-op.
+"""
+
+import logging
+import threading
+
+from ironic_accel import clients
+from ironic_accel import inventory
+from ironic_accel.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+
+class RegionProviders:
+    """Reserve/restore a region's inventory and set its function trait.
+
+    :param conf: ConfigOpts with the ``[placement]`` client options.
+    :param retries: attempts after a generation conflict.
+    """
+
+    def __init__(self, conf, retries=5, client=None):
+        self.conf = conf
+        self.retries = retries
+        self._client = client
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self):
+        """True when Placement is part of the deployment."""
+        return self._client is not None or clients.is_configured(
+            self.conf, "placement")
+
+    def client(self):
+        """The shared :class:`ironic_accel.placement.client.Client`."""
+        with self._lock:
+            if self._client is None:
+                self._client = placement_client.Client(
+                    clients.connection(self.conf, "placement"))
+            return self._client
+
+    def _retrying(self, rp_uuid, what, func):
+        for attempt in range(self.retries + 1):
+            try:
+                return func()
+            except placement_client.PlacementError as error:
+                if error.status == 404:
+                    LOG.warning("Resource provider %s is not in Placement; "
+                                "not %s", rp_uuid, what)
+                    return None
+                if not error.is_conflict or attempt == self.retries:
+                    raise
+                LOG.debug("Generation conflict %s %s, retrying", what,
+                          rp_uuid)
+
+    def reserve(self, rp_uuid, reserve=True):
+        """Set ``reserved = total`` (or 0) on every class of the provider,
+        so no new allocation lands there while it is programmed."""
+        if not self.enabled:
+            return None
+        client = self.client()
+
+        def _apply():
+            generation, inventories = client.inventories(rp_uuid)
+            wanted = {}
+            for rc, inv in inventories.items():
+                inv = dict(inv)
+                inv["reserved"] = inv["total"] if reserve else 0
+                wanted[rc] = inv
+            if wanted == inventories:
+                return generation
+            return client.set_inventories(rp_uuid, generation, wanted)
+
+        return self._retrying(rp_uuid, "reserving" if reserve
+                              else "restoring", _apply)
+
+    def restore(self, rp_uuid):
+        """Set ``reserved = 0`` again after programming."""
+        return self.reserve(rp_uuid, reserve=False)
+
+    def set_function_trait(self, rp_uuid, trait):
+        """Replace the provider's function traits with ``trait`` (or with
+        nothing when ``trait`` is None), keeping every other trait."""
+        if not self.enabled:
+            return None
+        client = self.client()
+
+        def _apply():
+            generation, traits = client.traits(rp_uuid)
+            wanted = {t for t in traits
+                      if not t.startswith(inventory.FUNCTION_TRAIT_PREFIX)}
+            if trait:
+                wanted.add(trait)
+            if wanted == traits:
+                return generation
+            return client.set_traits(rp_uuid, generation, wanted)
+
+        return self._retrying(rp_uuid, "setting the function trait", _apply)
+
+    def traits(self, rp_uuid):
+        """The provider's traits (for status and tests)."""
+        return self.client().traits(rp_uuid)[1]

@@ -1,0 +1,525 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Programmer: loads functions into regions through the host agents.
+
+Used three ways, all through the same region state machine
+(:mod:`~cyborg_lite.programming.regions`):
+
+- **bind** (:meth:`Programmer.start`, inside the bind transaction): the
+  region is taken (``programming``), an attach handle is reserved for the
+  ARQ, which stays ``BindStarted``; after the commit :meth:`launch` hands
+  the work to a thread pool and the PATCH is answered 202 at once;
+- **admin** (``PATCH /v2/deployables/{uuid}/program``) and **pools**
+  (:meth:`program`): the same, without an ARQ, waiting for the result;
+- **reset** (:meth:`program` with ``reset=True``): the agent clears the
+  region, e.g. one left in ``error``.
+
+A run reserves the region's resource provider in Placement, asks the agent
+on the device's host to program and confirm, then records the confirmed
+function, replaces the function trait, restores ``reserved`` and resolves
+the waiting ARQs (``Bound``, or ``BindFailed`` with the handle released),
+and queues their Nova events. The API process keeps nothing else: a run
+whose process died is found by its stale lease and settled by the
+:mod:`~cyborg_lite.programming.reconciler`.
+"""
+
+from concurrent import futures
+import dataclasses
+import logging
+import os
+import threading
+import uuid as uuidlib
+
+import sqlalchemy as sa
+
+from cyborg_lite.agent import exception as agent_exception
+from cyborg_lite import arq_states
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from cyborg_lite import exception
+from cyborg_lite.programming import exception as prog_exception
+from cyborg_lite.programming import placement as prog_placement
+from cyborg_lite.programming import regions
+from ironic_accel import inventory
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Region:
+    """One region of a run: enough to reach it without the database."""
+
+    id: int
+    uuid: str
+    region_id: str
+    rp_uuid: str
+
+
+@dataclasses.dataclass
+class Job:
+    """One programming run of a unit of regions on one device."""
+
+    regions: list
+    host: str
+    pci_address: str
+    vendor: str
+    device_enabled: bool
+    function_id: str = None
+    bitstream_id: str = None
+    reset: bool = False
+
+    @property
+    def ids(self):
+        """Database ids of the unit's regions."""
+        return [r.id for r in self.regions]
+
+    @property
+    def target(self):
+        """What the run loads, for messages."""
+        return regions.target_text(self.function_id, self.bitstream_id)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """How a run ended: ``ok``, the confirmed function or the error, and
+    the ARQs it resolved."""
+
+    ok: bool
+    function_id: str = None
+    image_id: str = None
+    error: str = None
+    arqs: list = dataclasses.field(default_factory=list)
+
+
+def vendor_fragment(device):
+    """The vendor part of function trait names, as the reporter writes it."""
+    from ironic_accel.placement import tree
+
+    board = device.std_board_info or {}
+    return tree.vendor_name({"vendor": board.get("vendor"),
+                             "vendor_id": board.get("vendor_id")
+                             or device.vendor})
+
+
+def _agent_message(error):
+    if isinstance(error, agent_exception.AgentError):
+        return error.message
+    if isinstance(error, exception.CyborgLiteException):
+        return error.message
+    return f"{type(error).__name__}: {error}"
+
+
+class Programmer:
+    """Programs regions through the host agents (see the module doc).
+
+    :param conf: the API's ConfigOpts.
+    :param db: the :class:`~cyborg_lite.db.api.Database`.
+    :param notifier: sends Nova events (``notify_later``, ``enabled``).
+    :param agent_api: an :class:`~cyborg_lite.agent.rpcapi.AgentAPI`;
+        by default one is built on first use (starting the embedded agent
+        when the transport is in-process).
+    :param providers: a :class:`~.placement.RegionProviders`.
+    """
+
+    def __init__(self, conf, db, notifier=None, agent_api=None,
+                 providers=None):
+        self.conf = conf
+        self.db = db
+        self.notifier = notifier
+        self.providers = providers or prog_placement.RegionProviders(conf)
+        self.owner = f"{os.getpid()}-{uuidlib.uuid4().hex}"
+        self._agent_api = agent_api
+        self._embedded = None
+        self._lock = threading.Lock()
+        self._owned = set()
+        self._executor = None
+        self._stop = threading.Event()
+        self._threads = []
+
+    # -- agents ------------------------------------------------------------
+
+    @property
+    def embedded(self):
+        """True when the agent runs inside this process."""
+        from cyborg_lite.agent import transport
+        return (transport.is_in_process(self.conf)
+                and self.conf.programming.embedded_agent)
+
+    def agent_api(self):
+        """The RPC client of the host agents (starts the embedded agent)."""
+        with self._lock:
+            if self._agent_api is None:
+                from cyborg_lite.agent import rpcapi
+                if self.embedded:
+                    self._embedded = _start_embedded(self.conf)
+                self._agent_api = rpcapi.AgentAPI(self.conf)
+            return self._agent_api
+
+    def agent_host(self, host):
+        """The agent serving ``host``: itself, or the embedded one."""
+        return self.conf.agent.host if self.embedded else host
+
+    # -- bind ----------------------------------------------------------------
+
+    def start(self, session, arq, deployable, group):
+        """Take ``deployable`` for programming what ``group`` asks for, and
+        reserve an attach handle for ``arq`` (already ``BindStarted``).
+
+        Runs inside the bind transaction. A region already being
+        programmed with the same target is joined (the ARQ waits for that
+        run); any other state refuses at once.
+
+        :raises ProgrammingConflict: (409) busy, in use, in error.
+        :raises NoFreeAttachHandle: (409).
+        :returns: a :class:`Job` to :meth:`launch` after the commit, or None
+            when the ARQ joined a run already under way.
+        """
+        from cyborg_lite import binding
+
+        wanted = binding.needs_programming(group, deployable)
+        key, value = wanted
+        function_id = value if key == "accel:function_id" else None
+        bitstream_id = value if key == "accel:bitstream_id" else None
+        asked = regions.target_text(function_id, bitstream_id)
+        if not self.conf.programming.enabled:
+            raise prog_exception.ProgrammingDisabled(
+                deployable=deployable.uuid, asked=asked,
+                running=regions.running_text(deployable))
+        device = session.get(models.Device, deployable.device_id)
+        if deployable.state == regions.PROGRAMMING:
+            if (deployable.target_function_id,
+                    deployable.target_bitstream_id) == (function_id,
+                                                        bitstream_id):
+                self._hold(session, arq, deployable)
+                return None
+            raise prog_exception.RegionBusy(
+                deployable=deployable.uuid, arq=arq.uuid, asked=asked,
+                target=regions.target_text(deployable.target_function_id,
+                                           deployable.target_bitstream_id))
+        job = self._begin(session, deployable, device, function_id,
+                          bitstream_id, allowed=(regions.READY,),
+                          arq=arq.uuid)
+        self._hold(session, arq, deployable)
+        return job
+
+    @staticmethod
+    def _hold(session, arq, deployable):
+        handle = db_api.take_free_handle(session, deployable.id, arq.id)
+        if handle is None:
+            raise exception.NoFreeAttachHandle(
+                deployable=deployable.uuid, rp_uuid=deployable.rp_uuid,
+                arq=arq.uuid)
+        session.execute(
+            sa.update(models.ARQ).where(models.ARQ.id == arq.id)
+            .values(deployable_id=deployable.id)
+            .execution_options(synchronize_session=False))
+
+    def _begin(self, session, deployable, device, function_id, bitstream_id,
+               allowed, arq=None, reset=False):
+        asked = ("a reset" if reset
+                 else regions.target_text(function_id, bitstream_id))
+        running = regions.running_text(deployable)
+        unit = regions.unit_of(session, deployable, device)
+        refused = regions.begin(session, unit, self.owner, function_id,
+                                bitstream_id, allowed=allowed)
+        if refused is not None:
+            if refused.state == regions.PROGRAMMING:
+                raise prog_exception.RegionBusy(
+                    deployable=refused.uuid, arq=arq or "(none)",
+                    asked=asked, target=regions.target_text(
+                        refused.target_function_id,
+                        refused.target_bitstream_id))
+            detail = (f" ({refused.last_error})" if refused.last_error
+                      else "")
+            raise prog_exception.RegionNotProgrammable(
+                deployable=refused.uuid,
+                state="retired" if refused.retired else refused.state,
+                detail=detail + "; an administrator can reset it"
+                if refused.state == regions.ERROR else detail)
+        in_use = regions.handles_in_use(session, [d.id for d in unit])
+        if in_use:
+            raise prog_exception.RegionInUse(
+                deployable=deployable.uuid, running=running, count=in_use,
+                scope=("device (program_mode single)"
+                       if device.program_mode == "single" else "region"),
+                asked=asked, arq_text=f" for ARQ {arq}" if arq else "")
+        return Job(regions=[Region(d.id, d.uuid, d.region_id, d.rp_uuid)
+                            for d in unit],
+                   host=device.hostname, pci_address=device.pci_address,
+                   vendor=vendor_fragment(device),
+                   device_enabled=device.status == "enabled",
+                   function_id=function_id, bitstream_id=bitstream_id,
+                   reset=reset)
+
+    def launch(self, jobs):
+        """Run ``jobs`` in the background (after their transaction
+        committed). :returns: their futures."""
+        jobs = [job for job in jobs if job is not None]
+        if not jobs:
+            return []
+        with self._lock:
+            for job in jobs:
+                self._owned.update(job.ids)
+            if self._executor is None:
+                self._executor = futures.ThreadPoolExecutor(
+                    max_workers=self.conf.programming.workers,
+                    thread_name_prefix="programming")
+            executor = self._executor
+        return [executor.submit(self.run, job) for job in jobs]
+
+    # -- admin and pools -----------------------------------------------------
+
+    def prepare(self, deployable_uuid, function_id=None, bitstream_id=None,
+                reset=False, allowed=regions.ADMIN_STARTABLE):
+        """Take a region for an operator's program or reset (no ARQ).
+
+        :raises DeployableNotFound:
+        :raises ProgrammingConflict: busy, in use, retired.
+        :returns: a :class:`Job`, or None when the region already runs
+            exactly that (nothing to do).
+        """
+        def _run(session):
+            deployable = db_api.deployable_get(session, deployable_uuid)
+            device = session.get(models.Device, deployable.device_id)
+            if (not reset and deployable.state == regions.READY
+                    and ((function_id and deployable.function_id
+                          == function_id)
+                         or (bitstream_id and deployable.bitstream_id
+                             == bitstream_id))):
+                return None
+            return self._begin(session, deployable, device, function_id,
+                               bitstream_id, allowed=allowed, reset=reset)
+
+        job = self.db.run(_run)
+        if job is not None:
+            with self._lock:
+                self._owned.update(job.ids)
+        return job
+
+    def program(self, deployable_uuid, function_id=None, bitstream_id=None,
+                reset=False):
+        """Program (or reset) a region now and wait for the outcome.
+
+        :returns: an :class:`Outcome` (``ok`` True also when there was
+            nothing to do).
+        """
+        job = self.prepare(deployable_uuid, function_id, bitstream_id,
+                           reset=reset)
+        if job is None:
+            return Outcome(ok=True, function_id=function_id)
+        return self.run(job)
+
+    # -- the run -------------------------------------------------------------
+
+    def run(self, job):
+        """Program the job's regions and settle the outcome (never raises).
+        """
+        try:
+            function_id, image_id = self._program(job)
+        except Exception as error:
+            message = (f"programming {job.target} on {job.host} "
+                       f"{job.pci_address} failed: {_agent_message(error)}")
+            LOG.warning("%s", message)
+            if not isinstance(error, (agent_exception.AgentError,
+                                      exception.CyborgLiteException)):
+                LOG.exception("Unexpected error while programming")
+            outcome = self.settle_failure(job, message, self.owner)
+        else:
+            outcome = self.settle_success(job, function_id, image_id,
+                                          self.owner)
+        finally:
+            with self._lock:
+                self._owned.difference_update(job.ids)
+        return outcome
+
+    def _program(self, job):
+        for region in job.regions:
+            self.providers.reserve(region.rp_uuid)
+        agent = self.agent_api()
+        host = self.agent_host(job.host)
+        function_id = image_id = None
+        for region in job.regions:
+            if job.reset:
+                agent.reset_region(host, job.pci_address, region.region_id)
+                continue
+            result = agent.program_region(
+                host, job.pci_address, region.region_id,
+                bitstream_id=job.bitstream_id, function_id=job.function_id)
+            function_id = result["function_id"]
+            image_id = (result.get("image") or {}).get("id")
+        return function_id, image_id
+
+    def _notify_enabled(self):
+        return bool(self.notifier is not None and self.notifier.enabled)
+
+    def notify(self, arq_uuids):
+        """Queue the Nova events of ``arq_uuids`` (marked ``pending``)."""
+        if arq_uuids and self._notify_enabled():
+            self.notifier.notify_later(arq_uuids)
+
+    def settle_success(self, job, function_id, image_id, owner):
+        """Record a confirmed function: trait, ``reserved``, the region
+        ``ready``, waiting ARQs ``Bound`` (+ events)."""
+        trait = (inventory.function_trait(job.vendor, function_id)
+                 if function_id else None)
+        error = self._placement_after(job, trait, restore=True)
+        notify = self._notify_enabled()
+
+        def _run(session):
+            if not regions.finish(session, job.ids, owner, function_id,
+                                  image_id):
+                return None
+            if error:
+                session.execute(
+                    sa.update(models.Deployable)
+                    .where(models.Deployable.id.in_(job.ids))
+                    .values(last_error=error)
+                    .execution_options(synchronize_session=False))
+            bound = []
+            for arq in regions.waiting_arqs(session, job.ids):
+                arq_states.move(session, arq, arq_states.BOUND,
+                                notification="pending" if notify else None)
+                bound.append(arq.uuid)
+            return bound
+
+        bound = self.db.run(_run)
+        if bound is None:
+            LOG.warning("Programming of %s finished after its lease was "
+                        "taken over; the reconciler settles it",
+                        [r.uuid for r in job.regions])
+            return Outcome(ok=True, function_id=function_id,
+                           image_id=image_id)
+        LOG.info("Regions %s run %s now; bound %s",
+                 [r.uuid for r in job.regions], function_id, bound)
+        self.notify(bound)
+        return Outcome(ok=True, function_id=function_id, image_id=image_id,
+                       arqs=bound)
+
+    def settle_failure(self, job, message, owner):
+        """Region ``error`` (content unknown), waiting ARQs ``BindFailed``
+        with their handles released (+ ``failed`` events)."""
+        notify = self._notify_enabled()
+
+        def _run(session):
+            if not regions.fail(session, job.ids, owner, message):
+                return None
+            arqs = regions.waiting_arqs(session, job.ids)
+            db_api.release_handles(session, [a.id for a in arqs])
+            for arq in arqs:
+                arq_states.move(session, arq, arq_states.BIND_FAILED,
+                                deployable_id=None,
+                                notification="pending" if notify else None)
+            return [a.uuid for a in arqs]
+
+        failed = self.db.run(_run)
+        # NOTE(cyborg_lite): reserved stays = total: a region in error must
+        # not be scheduled to until it is reconciled or reset.
+        self._placement_after(job, None, restore=False)
+        if failed is None:
+            return Outcome(ok=False, error=message)
+        self.notify(failed)
+        return Outcome(ok=False, error=message, arqs=failed)
+
+    def _placement_after(self, job, trait, restore):
+        problems = []
+        for region in job.regions:
+            try:
+                self.providers.set_function_trait(region.rp_uuid, trait)
+                if restore and job.device_enabled:
+                    self.providers.restore(region.rp_uuid)
+            except Exception as error:
+                LOG.error("Placement update of %s failed: %s",
+                          region.rp_uuid, error)
+                problems.append(f"Placement: {error}")
+        return "; ".join(problems) or None
+
+    # -- leases and the periodic reconciler ----------------------------------
+
+    def renew_leases(self):
+        """Renew the lease of every run this process is waiting for."""
+        with self._lock:
+            owned = list(self._owned)
+        if owned:
+            self.db.run(regions.renew, owned, self.owner)
+        return len(owned)
+
+    def start_background(self, reconcile=True):
+        """Start the background threads: one renews the leases of this
+        process's runs every ``[programming] heartbeat_interval``; the
+        other runs the reconciler (at start and every
+        ``reconcile_interval``). Separate, so a slow reconciler pass (an
+        agent not answering) never lets a lease go stale."""
+        if self._threads:
+            return
+        self._threads = [threading.Thread(
+            target=self._keep_leases, name="programming-leases",
+            daemon=True)]
+        if reconcile:
+            self._threads.append(threading.Thread(
+                target=self._reconcile_loop, name="programming-reconciler",
+                daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def _keep_leases(self):
+        while not self._stop.is_set():
+            try:
+                self.renew_leases()
+            except Exception:
+                LOG.exception("Renewing programming leases failed")
+            self._stop.wait(self.conf.programming.heartbeat_interval)
+
+    def _reconcile_loop(self):
+        from cyborg_lite.programming import reconciler
+
+        opts = self.conf.programming
+        if not opts.reconcile_on_start:
+            if opts.reconcile_interval <= 0:
+                return
+            if self._stop.wait(opts.reconcile_interval):
+                return
+        while not self._stop.is_set():
+            try:
+                reconciler.reconcile(self)
+            except Exception:
+                LOG.exception("Reconciler pass failed")
+            if opts.reconcile_interval <= 0:
+                return
+            self._stop.wait(opts.reconcile_interval)
+
+    def stop(self):
+        """Stop the keeper, wait for running jobs, stop the embedded
+        agent."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(10)
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self._embedded is not None:
+            self._embedded.stop()
+            self._embedded = None
+
+
+def _start_embedded(conf):
+    """Start the in-process agent; its sim state and image catalog default
+    to ``$state_path`` instead of /var/lib (no root needed)."""
+    from cyborg_lite.agent import service as agent_service
+    from cyborg_lite.conf import agent as agent_conf
+
+    defaults = {o.name: o.default for o in agent_conf._OPTS}
+    for name, sub in (("sim_state_dir", "sim"),
+                      ("image_catalog_dir", "images")):
+        if conf.agent[name] == defaults[name]:
+            conf.set_override(name, os.path.join(conf.state_path, sub),
+                              group="agent")
+    return agent_service.start_embedded(conf)

@@ -1,0 +1,207 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Settle what a dead API process or agent left behind (DESIGN §4).
+
+Runs in every API process (at start and periodically) and as
+``cyborg-lite-manage programming reconcile``. Guarded by the database, so
+any number of workers may run it at once:
+
+1. a region in ``programming`` whose lease went stale is taken over (one
+   conditional UPDATE: one worker wins) and settled from the agent's
+   reading: the target function confirmed -> ``ready`` (+ trait) and its
+   waiting ARQs ``Bound``; still programming -> looked at again later;
+   anything else (error, another function, agent unreachable) -> ``error``
+   and its ARQs ``BindFailed`` (+ ``failed`` events);
+2. an ARQ in ``BindStarted`` that no programming run waits for any more is
+   moved to ``BindFailed`` (+ event);
+3. a region in ``error`` is read again: when its agent reads it healthy
+   (after an agent restart or a reset on the host) it is ``ready`` again
+   with the function read back; else its ``last_error`` is refreshed;
+4. function pools are filled (:mod:`cyborg_lite.pools`).
+"""
+
+import datetime
+import logging
+
+import sqlalchemy as sa
+
+from cyborg_lite.agent.drivers import base as driver_base
+from cyborg_lite import arq_states
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from cyborg_lite import exception
+from cyborg_lite.programming import programmer as programmer_mod
+from cyborg_lite.programming import regions
+from ironic_accel import inventory
+
+LOG = logging.getLogger(__name__)
+
+
+def _job_for(session, deployable):
+    device = session.get(models.Device, deployable.device_id)
+    return programmer_mod.Job(
+        regions=[programmer_mod.Region(deployable.id, deployable.uuid,
+                                       deployable.region_id,
+                                       deployable.rp_uuid)],
+        host=device.hostname, pci_address=device.pci_address,
+        vendor=programmer_mod.vendor_fragment(device),
+        device_enabled=device.status == "enabled",
+        function_id=deployable.target_function_id,
+        bitstream_id=deployable.target_bitstream_id)
+
+
+def _read(programmer, job, region):
+    """The agent's reading of a region, or an error text."""
+    try:
+        return programmer.agent_api().current_function(
+            programmer.agent_host(job.host), job.pci_address,
+            region.region_id), None
+    except Exception as error:
+        return None, programmer_mod._agent_message(error)
+
+
+def _matches(job, reading):
+    if reading is None or reading.get("state") != driver_base.READY:
+        return False
+    if job.function_id:
+        return (driver_base.normalize_function_id(reading["function_id"])
+                == driver_base.normalize_function_id(job.function_id))
+    # NOTE(cyborg_lite): a bitstream target cannot be confirmed from the
+    # function read back, so only a reset target (nothing) can match.
+    return job.bitstream_id is None and job.function_id is None
+
+
+def settle_stale(programmer):
+    """Step 1. :returns: {"bound": [...], "failed": [...], "waiting": n}."""
+    stale_after = programmer.conf.programming.stale_after
+    summary = {"settled": [], "errored": [], "still_programming": []}
+    candidates = programmer.db.run(
+        lambda s: [(d.id, _job_for(s, d))
+                   for d in regions.stale(s, stale_after)])
+    for deployable_id, job in candidates:
+        if not programmer.db.run(regions.take_over, deployable_id,
+                                 programmer.owner, stale_after):
+            continue
+        region = job.regions[0]
+        reading, problem = _read(programmer, job, region)
+        if reading is not None and reading.get("state") == \
+                driver_base.PROGRAMMING:
+            # NOTE(cyborg_lite): the agent is still at it; leave the lease
+            # to go stale again and look at the region next time.
+            summary["still_programming"].append(region.uuid)
+            continue
+        if _matches(job, reading):
+            programmer.settle_success(job, reading.get("function_id"),
+                                      job.bitstream_id, programmer.owner)
+            summary["settled"].append(region.uuid)
+            continue
+        why = problem or (f"the agent reads {reading.get('state')} "
+                          f"{reading.get('function_id')!r}: "
+                          f"{reading.get('detail')}")
+        programmer.settle_failure(
+            job, f"programming {job.target} was interrupted (its API "
+                 f"process stopped); {why}", programmer.owner)
+        summary["errored"].append(region.uuid)
+    return summary
+
+
+def _orphans(session, stale_after):
+    cutoff = models.utcnow() - datetime.timedelta(seconds=stale_after)
+    programming = sa.select(models.Deployable.id).where(
+        models.Deployable.state == regions.PROGRAMMING)
+    return list(session.execute(
+        sa.select(models.ARQ).where(
+            models.ARQ.state == arq_states.BIND_STARTED,
+            sa.or_(models.ARQ.updated_at.is_(None),
+                   models.ARQ.updated_at < cutoff),
+            sa.or_(models.ARQ.deployable_id.is_(None),
+                   models.ARQ.deployable_id.not_in(programming))))
+        .scalars())
+
+
+def fail_orphans(programmer):
+    """Step 2. :returns: the ARQs moved to ``BindFailed``."""
+    notify = programmer._notify_enabled()
+
+    def _run(session):
+        failed = []
+        for arq in _orphans(session, programmer.conf.programming.stale_after):
+            try:
+                arq_states.move(session, arq, arq_states.BIND_FAILED,
+                                deployable_id=None,
+                                notification="pending" if notify else None)
+            except exception.ARQBadState:  # another worker moved it first
+                continue
+            db_api.release_handles(session, [arq.id])
+            failed.append(arq.uuid)
+        return failed
+
+    failed = programmer.db.run(_run)
+    programmer.notify(failed)
+    return failed
+
+
+def recheck_errors(programmer):
+    """Step 3. :returns: {"recovered": [...], "still_error": [...]}."""
+    summary = {"recovered": [], "still_error": []}
+
+    def _load(session):
+        rows = session.execute(
+            sa.select(models.Deployable).where(
+                models.Deployable.state == regions.ERROR,
+                models.Deployable.retired.is_(False))).scalars()
+        return [(d.id, _job_for(session, d)) for d in rows]
+
+    for deployable_id, job in programmer.db.run(_load):
+        region = job.regions[0]
+        reading, problem = _read(programmer, job, region)
+        if reading is None:
+            LOG.info("Region %s in error: agent not reachable (%s)",
+                     region.uuid, problem)
+            summary["still_error"].append(region.uuid)
+            continue
+        if reading.get("state") != driver_base.READY:
+            programmer.db.run(regions.note_error, deployable_id,
+                              f"the agent reads {reading.get('state')}: "
+                              f"{reading.get('detail')}")
+            summary["still_error"].append(region.uuid)
+            continue
+        function_id = reading.get("function_id")
+        if not programmer.db.run(regions.recover, deployable_id,
+                                 function_id):
+            continue
+        trait = (inventory.function_trait(job.vendor, function_id)
+                 if function_id else None)
+        programmer._placement_after(job, trait, restore=True)
+        LOG.info("Region %s recovered from error: the agent reads %r",
+                 region.uuid, function_id)
+        summary["recovered"].append(region.uuid)
+    return summary
+
+
+def reconcile(programmer, pools=True, wait=False):
+    """One reconciler pass (steps 1-4 of the module doc).
+
+    :param wait: wait for the pool programming runs it starts.
+    :returns: a summary dict (for the manage command and the log).
+    """
+    summary = settle_stale(programmer)
+    summary["failed_arqs"] = fail_orphans(programmer)
+    summary.update(recheck_errors(programmer))
+    if pools and programmer.conf.pools.fill:
+        from cyborg_lite.pools import policy as pool_policy
+        summary["pools"] = pool_policy.fill(programmer, wait=wait)
+    interesting = {k: v for k, v in summary.items() if v}
+    if interesting:
+        LOG.info("Reconciler: %s", interesting)
+    return summary

@@ -1,0 +1,224 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The region (deployable) state machine of DESIGN §4, in one place.
+
+``ready`` -> ``programming`` -> ``ready`` (function confirmed) or ``error``.
+Every change is one conditional ``UPDATE deployables ... WHERE state IN
+(...)``: the row is the lock, so two API workers never both program a
+region. A row in ``programming`` carries its owner (one API process) and a
+lease (``heartbeat_at``) the owner renews; only the owner may finish it, and
+only once the lease went stale may the reconciler take it over.
+
+Binds that need no programming take a *shared* lock on the region's row
+(:func:`lock_shared`) before reserving a handle, while starting to program
+takes the row exclusively (:func:`begin`) and then checks that no handle is
+in use: whichever commits first wins, the other sees it.
+"""
+
+import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import attributes
+
+from cyborg_lite import arq_states
+from cyborg_lite.db import models
+
+READY = "ready"
+PROGRAMMING = "programming"
+ERROR = "error"
+
+#: states an operator's program or reset may start from.
+ADMIN_STARTABLE = (READY, ERROR)
+
+_D = models.Deployable
+
+
+def _set_loaded(row, values):
+    for key, value in values.items():
+        attributes.set_committed_value(row, key, value)
+
+
+def target_text(function_id=None, bitstream_id=None):
+    """Human form of a programming target, for messages."""
+    if function_id:
+        return f"accel:function_id={function_id}"
+    if bitstream_id:
+        return f"accel:bitstream_id={bitstream_id}"
+    return "a reset (no function)"
+
+
+def running_text(deployable):
+    """What a region runs, for messages."""
+    return (deployable.function_id or deployable.bitstream_id
+            or "no function")
+
+
+def lock_shared(session, deployable_id):
+    """Re-read a region under a shared row lock (``FOR SHARE``).
+
+    Instant binds hold it while they reserve a handle, so a programming
+    start (exclusive) either waits for them or is seen by them.
+    """
+    return session.execute(
+        sa.select(_D).where(_D.id == deployable_id)
+        .with_for_update(read=True)
+        .execution_options(populate_existing=True)).scalar_one()
+
+
+def unit_of(session, deployable, device):
+    """The regions that are programmed together: the region itself on a
+    ``dynamic`` device, every live region of a ``single`` device."""
+    if device.program_mode != "single":
+        return [deployable]
+    return list(session.execute(
+        sa.select(_D).where(_D.device_id == device.id,
+                            _D.retired.is_(False))
+        .order_by(_D.id)).scalars())
+
+
+def begin(session, deployables, owner, function_id=None, bitstream_id=None,
+          allowed=(READY,)):
+    """Move regions to ``programming`` for ``owner``, all or none.
+
+    :returns: None when every row moved, else the first region that did
+        not (re-read: its state says why).
+    """
+    now = models.utcnow()
+    values = {"state": PROGRAMMING, "target_function_id": function_id,
+              "target_bitstream_id": bitstream_id,
+              "programming_owner": owner, "heartbeat_at": now,
+              "function_id": None, "bitstream_id": None,
+              "last_error": None, "updated_at": now}
+    for deployable in sorted(deployables, key=lambda d: d.id):
+        result = session.execute(
+            sa.update(_D).where(_D.id == deployable.id,
+                                _D.state.in_(allowed),
+                                _D.retired.is_(False))
+            .values(**values)
+            .execution_options(synchronize_session=False))
+        if result.rowcount != 1:
+            session.refresh(deployable)
+            return deployable
+        _set_loaded(deployable, values)
+    return None
+
+
+def handles_in_use(session, deployable_ids):
+    """How many attach handles of these regions are held by ARQs."""
+    return session.execute(
+        sa.select(sa.func.count(models.AttachHandle.id)).where(
+            models.AttachHandle.deployable_id.in_(deployable_ids),
+            models.AttachHandle.in_use.is_(True))).scalar_one()
+
+
+def waiting_arqs(session, deployable_ids):
+    """ARQs in ``BindStarted`` waiting for these regions' programming."""
+    return list(session.execute(
+        sa.select(models.ARQ).where(
+            models.ARQ.state == arq_states.BIND_STARTED,
+            models.ARQ.deployable_id.in_(deployable_ids))
+        .order_by(models.ARQ.id)).scalars())
+
+
+def finish(session, deployable_ids, owner, function_id, bitstream_id):
+    """``programming`` -> ``ready`` with the confirmed function.
+
+    :returns: how many rows this owner finished (0: its lease was taken).
+    """
+    return session.execute(
+        sa.update(_D).where(_D.id.in_(deployable_ids),
+                            _D.state == PROGRAMMING,
+                            _D.programming_owner == owner)
+        .values(state=READY, function_id=function_id,
+                bitstream_id=bitstream_id, target_function_id=None,
+                target_bitstream_id=None, programming_owner=None,
+                heartbeat_at=None, last_error=None,
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+
+
+def fail(session, deployable_ids, owner, reason):
+    """``programming`` -> ``error``: the region's content is unknown.
+
+    :returns: how many rows this owner failed (0: its lease was taken).
+    """
+    return session.execute(
+        sa.update(_D).where(_D.id.in_(deployable_ids),
+                            _D.state == PROGRAMMING,
+                            _D.programming_owner == owner)
+        .values(state=ERROR, function_id=None, bitstream_id=None,
+                target_function_id=None, target_bitstream_id=None,
+                programming_owner=None, heartbeat_at=None,
+                last_error=str(reason)[:4000],
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+
+
+def renew(session, deployable_ids, owner):
+    """Renew ``owner``'s lease on the regions it is programming."""
+    if not deployable_ids:
+        return 0
+    return session.execute(
+        sa.update(_D).where(_D.id.in_(deployable_ids),
+                            _D.state == PROGRAMMING,
+                            _D.programming_owner == owner)
+        .values(heartbeat_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount
+
+
+def stale(session, stale_after):
+    """Regions in ``programming`` whose lease is older than
+    ``stale_after`` seconds (their owner is gone)."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=stale_after)
+    return list(session.execute(
+        sa.select(_D).where(_D.state == PROGRAMMING,
+                            sa.or_(_D.heartbeat_at.is_(None),
+                                   _D.heartbeat_at < cutoff))
+        .order_by(_D.id)).scalars())
+
+
+def take_over(session, deployable_id, owner, stale_after):
+    """Take a stale programming run over (one worker wins).
+
+    :returns: True when this ``owner`` now holds the lease.
+    """
+    cutoff = models.utcnow() - datetime.timedelta(seconds=stale_after)
+    return session.execute(
+        sa.update(_D).where(_D.id == deployable_id,
+                            _D.state == PROGRAMMING,
+                            sa.or_(_D.heartbeat_at.is_(None),
+                                   _D.heartbeat_at < cutoff))
+        .values(programming_owner=owner, heartbeat_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
+def recover(session, deployable_id, function_id):
+    """``error`` -> ``ready`` once the agent reads the region as healthy.
+
+    :returns: True when this call moved the row.
+    """
+    return session.execute(
+        sa.update(_D).where(_D.id == deployable_id, _D.state == ERROR)
+        .values(state=READY, function_id=function_id, bitstream_id=None,
+                last_error=None, updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
+def note_error(session, deployable_id, detail):
+    """Record the agent's latest word on a region in ``error``."""
+    session.execute(
+        sa.update(_D).where(_D.id == deployable_id, _D.state == ERROR,
+                            sa.or_(_D.last_error.is_(None),
+                                   _D.last_error != detail))
+        .values(last_error=str(detail)[:4000])
+        .execution_options(synchronize_session=False))

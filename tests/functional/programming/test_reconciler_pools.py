@@ -1,0 +1,217 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The reconciler, function pools, Placement and an unreachable broker,
+with the embedded (in-process) agent."""
+
+import io
+import os
+import time
+
+from cyborg_lite.agent.drivers import sim
+from cyborg_lite.pools import manage as pools_manage
+from cyborg_lite.pools import policy
+from cyborg_lite.programming import programmer as programmer_mod
+from cyborg_lite.programming import reconciler
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
+from tests.fixtures.cyborg_server import make_inventory
+from tests.fixtures import placement as placement_fixture
+from tests.fixtures import rabbitmq
+from tests.functional.programming import env
+
+
+def _restarted(api):
+    """A fresh Programmer, as a restarted API process has, reaching the
+    same agent."""
+    return programmer_mod.Programmer(
+        api.conf, api.db, notifier=api.services.notifier,
+        agent_api=api.programmer.agent_api())
+
+
+def _orphaned_bind(api, function_id):
+    """A bind whose API process dies right after the commit: the region
+    stays ``programming`` and its lease goes stale."""
+    api.programmer.launch = lambda jobs: []
+    arqs = api.client.arqs(api.client.profile(function_id))
+    status, _, instance = api.bind(arqs)
+    assert status == 202
+    assert api.region().state == "programming"
+    return arqs[0], instance
+
+
+def test_reconciler_binds_what_the_agent_finished(embedded_factory,
+                                                  nova_standin):
+    api = embedded_factory(**{"programming.stale_after": 0.5})
+    arq, instance = _orphaned_bind(api, "nlb0")
+    # The agent got the request and finished it; nobody heard the answer.
+    agent = api.programmer.agent_api()
+    agent.program_region(api.conf.agent.host, api.pci, "0",
+                         function_id="nlb0")
+    assert reconciler.settle_stale(_restarted(api))["settled"] == []
+    time.sleep(0.6)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False)
+
+    assert summary["settled"] == [api.region().uuid]
+    assert api.client.arq(arq)["state"] == "Bound"
+    assert (api.region().state, api.region().function_id) == ("ready",
+                                                              "nlb0")
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["completed"]
+    # A second pass (another worker) finds nothing left to do.
+    again = reconciler.reconcile(_restarted(api), pools=False)
+    assert not again["settled"] and not again["errored"]
+
+
+def test_reconciler_fails_what_the_agent_never_did(embedded_factory,
+                                                   nova_standin):
+    api = embedded_factory(**{"programming.stale_after": 0.3})
+    arq, instance = _orphaned_bind(api, "nlb3")
+    time.sleep(0.4)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False)
+
+    # The run is failed; the region is then settled from the agent's
+    # reading (healthy, nothing loaded), not from a guess.
+    assert summary["errored"] == [api.region().uuid]
+    assert summary["recovered"] == [api.region().uuid]
+    assert api.client.arq(arq)["state"] == "BindFailed"
+    region = api.region()
+    assert (region.state, region.function_id) == ("ready", None)
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["failed"]
+
+
+def test_unreachable_broker_fails_the_bind_quickly(embedded_factory,
+                                                   nova_standin):
+    url = f"rabbit://guest:guest@127.0.0.1:{rabbitmq.free_port()}/"
+    api = embedded_factory(transport_url=url, **{"agent.rpc_retry": 1})
+    arqs = api.client.arqs(api.client.profile("nlb0"))
+    started = time.monotonic()
+
+    status, _, instance = api.bind(arqs)
+
+    assert status == 202
+    assert time.monotonic() - started < 5
+    assert api.client.wait_resolved(arqs[0])["state"] == "BindFailed"
+    assert time.monotonic() - started < 20
+    region = api.region()
+    assert region.state == "error"
+    assert "message broker unreachable" in region.last_error
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["failed"]
+    api.programmer.agent_api().transport.cleanup()
+
+
+def test_single_device_in_use_refuses_then_pool_reprograms_it(
+        embedded_factory, nova_standin):
+    document = env.single_mode(make_inventory(handles_per_region=(2,)))
+    api = embedded_factory(document=document,
+                           **{"pools.policies": ["nlb3:1:FPGA"]})
+    client = api.client
+    first = client.arqs(client.profile("nlb0"))
+    api.bind(first)
+    assert client.wait_resolved(first[0])["state"] == "Bound"
+
+    other = client.arqs(client.profile("nlb3"))
+    status, body, instance = api.bind(other)
+
+    assert status == 409
+    assert "device (program_mode single)" in body["error_message"]
+    assert [e["status"] for e in nova_standin.wait_for_events(
+        1, server_uuid=instance)] == ["failed"]
+    # The pool wants nlb3 but never takes a card with a slot in use.
+    summary = reconciler.reconcile(api.programmer, wait=True)
+    assert summary["pools"] == {}
+    (row,) = policy.status(api.db, api.conf)
+    assert (row["desired"], row["ready"], row["missing"]) == (1, 0, 1)
+
+    assert client.unbind(first)[0] == 202
+    summary = reconciler.reconcile(api.programmer, wait=True)
+
+    assert summary["pools"] == {"config:nlb3:FPGA": [api.region().uuid]}
+    assert api.region().function_id == "nlb3"
+    (row,) = policy.status(api.db, api.conf)
+    assert (row["ready"], row["missing"]) == (1, 0)
+    # Now a bind asking for nlb3 needs no programming at all.
+    fresh = client.arqs(client.profile("nlb3"))
+    assert api.bind(fresh)[0] == 202
+    assert client.arq(fresh[0])["state"] == "Bound"
+    out = io.StringIO()
+    pools_manage.pools_status(api.conf, _Args(json=False), out=out)
+    assert "config:nlb3:FPGA" in out.getvalue()
+
+
+class _Args:
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+
+
+def test_pool_fill_does_not_overshoot_and_keeps_other_pools(
+        embedded_factory):
+    document = make_inventory(handles_per_region=(1, 1, 1))
+    api = embedded_factory(document=document, **{
+        "pools.policies": ["nlb0:2", "gzip:1"],
+        "agent.sim_program_seconds": 0})
+
+    first = reconciler.reconcile(api.programmer, wait=True)["pools"]
+    second = reconciler.reconcile(api.programmer, wait=True)["pools"]
+
+    assert sum(len(v) for v in first.values()) == 3
+    assert second == {}
+    functions = sorted(api.region(i).function_id for i in range(3))
+    assert functions == ["gzip", "nlb0", "nlb0"]
+    assert {r["name"]: (r["ready"], r["missing"])
+            for r in policy.status(api.db, api.conf)} == {
+        "config:gzip": (1, 0), "config:nlb0": (2, 0)}
+
+
+def test_placement_reserved_while_programming_and_trait_after(
+        embedded_factory, placement_server):
+    api = embedded_factory(**{"agent.sim_program_seconds": 1.5})
+    placement_fixture.apply_client_conf(api.conf, "placement",
+                                        placement_server.url)
+    conn = placement_server.connection()
+    placement_fixture.create_compute_node(conn, name=api.host)
+    client = placement_client.Client(conn)
+    reporter.report(client, api.document)
+    rp = api.rps[0]
+    arqs = api.client.arqs(api.client.profile("nlb0"))
+
+    api.bind(arqs)
+
+    reserved = env.wait_for(
+        lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
+        what="reserved = total while programming")
+    assert reserved and api.region().state == "programming"
+    assert not [t for t in client.traits(rp)[1]
+                if t.startswith("CUSTOM_FPGA_FUNCTION_ID_")]
+    assert api.client.wait_resolved(arqs[0])["state"] == "Bound"
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 0
+    traits = client.traits(rp)[1]
+    assert "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0" in traits
+    assert "CUSTOM_FPGA_INTEL" in traits  # the reporter's stay
+
+    # A failed run leaves the region reserved and without function trait.
+    os.makedirs(api.state_dir, exist_ok=True)
+    with open(os.path.join(api.state_dir, sim.FAULT_FILE), "w") as handle:
+        handle.write("injected")
+    api.conf.set_override("sim_program_seconds", 0, group="agent")
+    deployable = api.client.deployable(api.rps[1])
+    status, _ = api.client.program(deployable["uuid"],
+                                   value={"function_id": "nlb3"})
+    assert status == 500
+    assert client.inventories(api.rps[1])[1]["FPGA"]["reserved"] == 2
+    assert not [t for t in client.traits(api.rps[1])[1]
+                if t.startswith("CUSTOM_FPGA_FUNCTION_ID_")]
+    conn.close()
