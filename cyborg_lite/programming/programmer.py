@@ -480,6 +480,7 @@ class Programmer:
             self._stop.wait(self.conf.programming.heartbeat_interval)
 
     def _reconcile_loop(self):
+        from cyborg_lite import notifier as notifier_mod
         from cyborg_lite.programming import reconciler
 
         opts = self.conf.programming
@@ -493,6 +494,14 @@ class Programmer:
                 reconciler.reconcile(self)
             except Exception:
                 LOG.exception("Reconciler pass failed")
+            if self.notifier is not None and self.notifier.enabled:
+                # NOTE: events of a process that died between the bind's
+                # commit and the send; the claim in the DB keeps two workers
+                # from both sending one.
+                try:
+                    notifier_mod.resend_pending(self.notifier)
+                except Exception:
+                    LOG.exception("Resending pending Nova events failed")
             if opts.reconcile_interval <= 0:
                 return
             self._stop.wait(opts.reconcile_interval)

@@ -1,0 +1,41 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``bash tools/demo`` (``cyborg-lite-demo``): the README's first command.
+
+The whole story on embedded defaults must run to the end, say what it did,
+and leave nothing behind.
+"""
+
+import os
+
+from cyborg_lite.cmd import demo
+
+
+def test_demo_runs_the_whole_story_and_cleans_up(tmp_path, capsys):
+    state = tmp_path / "state"
+    assert demo.main(["--state-dir", str(state)]) == 0
+    out = capsys.readouterr().out
+    for text in (
+            "fpga0  FPGA  Intel PAC Arria10  0000:5e:00.0  firmware 2.0.1",
+            "the BMC's FirmwareInventory reports fpga0 at 2.1.0",
+            "└─ compute-1.example.org_0000:5e:00.0_0  [FPGA total 1",
+            "GET /allocation_candidates?requireddevice_profile_0="
+            "CUSTOM_FPGA_INTEL_PAC_ARRIA10",
+            '"state": "Bound"',
+            "PCI device 0000:5e:00.1",
+            "Demo finished: every step answered as expected."):
+        assert text in out, out
+    if "not part of this build" not in out:
+        assert "function traits after: "\
+               "['CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0']" in out, out
+    assert not os.path.exists(state)
