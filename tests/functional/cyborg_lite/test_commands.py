@@ -105,8 +105,9 @@ def test_wsgi_application_reads_config_from_environment(
     assert response.get_json() == {"device_profiles": []}
 
 
-def test_demo_walks_through_the_api(tmp_path, capsys):
-    assert demo.main(["--state-dir", str(tmp_path / "state")]) == 0
+def test_standalone_demo_walks_through_the_api(tmp_path, capsys):
+    assert demo.main(["--standalone",
+                      "--state-dir", str(tmp_path / "state")]) == 0
     out = capsys.readouterr().out
     for text in ("POST /v2/device_profiles", "PATCH /v2/accelerator_requests",
                  "bind_state=resolved", '"state": "Bound"',
