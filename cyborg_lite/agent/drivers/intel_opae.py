@@ -20,8 +20,9 @@ Discovery reads sysfs. Two kernel drivers exist and both are read:
   intel-fpga-dev.*/`` with ``intel-fpga-port.N/afu_id``.
 
 Programming runs ``fpgaconf --bus B --device D --function F image.gbs``
-(plus ``--segment S`` off PCI segment 0) and reads ``afu_id`` back. Attach handles are the VFs the PF has
-enabled (port N is assigned to VF N), else the PF itself.
+(plus ``--segment S`` off PCI segment 0) and reads ``afu_id`` back. Attach
+handles are the VFs the PF has enabled (port N is assigned to VF N), else the
+PF itself.
 """
 
 import glob
