@@ -530,7 +530,6 @@ class Story:
     # -- 6. cyborg_lite reads the devices ---------------------------------------
 
     def sync_cyborg(self):
-        from cyborg_lite.agent import handles
         from cyborg_lite.placement import ironic_source
         from ironic_accel import clients
         from ironic_accel.placement import client as placement_client
@@ -539,33 +538,31 @@ class Story:
                             "Placement; its agent adds the attach handles",
                             ("cyborg_lite", "ironic", "placement")):
             conf = self.cyborg.conf
-            discovered = self.cyborg.agent_api().discover(HOST)["devices"]
-            self.walk.detail(
-                f"agent on {HOST} (in-band discovery): " + ", ".join(
-                    f"{d['pci_address']} "
-                    f"{sum(len(r.get('attach_handles', [])) for r in d['regions'])}"
-                    " handle(s)" for d in discovered))
-
-            def apply_document(db, document):
-                merged, unmatched = handles.merge_discovered(document,
-                                                             discovered)
-                if unmatched:
-                    self.walk.detail("devices the agent found but Ironic "
-                                     "does not list: " + ", ".join(unmatched))
-                return inventory_sync.apply_document(db, merged)
-
             summary = ironic_source.sync(
                 self.cyborg.db, clients.connection(conf, "ironic"),
-                host=HOST, apply_document=apply_document,
-                placement=placement_client.Client(
-                    clients.connection(conf, "placement")))
+                host=HOST, placement=placement_client.Client(
+                    clients.connection(conf, "placement")),
+                agent_api=self.cyborg.agent_api())
+            report = summary["handles"].get(HOST)
+            if report is None or report["error"]:
+                raise DemoFailed(f"inventory sync: {summary}")
+            self.walk.detail(
+                f"attach handles of {HOST}: " + {
+                    "document": "from the Ironic document",
+                    "agent": "from the agent's in-band discovery for "
+                             "region(s) " + ", ".join(report["filled"]),
+                    "kept": "none discovered, known ones kept",
+                }[report["source"]])
+            if report["unmatched"]:
+                self.walk.detail("devices the agent found but Ironic does "
+                                 "not list: " + ", ".join(report["unmatched"]))
             if summary["skipped"] or summary["not_in_placement"] or \
                     len(summary["applied"]) != 1:
                 raise DemoFailed(f"inventory sync: {summary}")
             applied = summary["applied"][0]
             self.walk.detail(
-                "sync from Ironic (as 'cyborg-lite-manage placement "
-                "sync-ironic'): " + ", ".join(
+                "sync from Ironic (as 'cyborg-lite-manage inventory "
+                "sync'): " + ", ".join(
                     f"{kind.replace('_', ' ')} " + " ".join(
                         f"{n} {what}" for what, n in counts.items() if n)
                     for kind, counts in applied.items()

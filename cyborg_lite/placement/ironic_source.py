@@ -17,12 +17,15 @@ cyborg_lite reads them through openstacksdk's baremetal proxy (option group
 ``[ironic]``) and feeds them to
 :func:`cyborg_lite.inventory_sync.apply_document`. :func:`select_documents`
 is the pure selection logic: which documents to use and why others are
-skipped.
+skipped. With an agent client, :func:`sync` first completes documents
+without attach handles from the host agents' in-band discovery.
 """
 
 import dataclasses
 import logging
 
+from cyborg_lite import handle_discovery
+from cyborg_lite.placement import capacity
 from ironic_accel import inventory
 
 LOG = logging.getLogger(__name__)
@@ -120,7 +123,8 @@ def missing_providers(placement, document):
     return sorted(wanted - present)
 
 
-def sync(db, conn, host=None, apply_document=None, placement=None):
+def sync(db, conn, host=None, apply_document=None, placement=None,
+         agent_api=None, agent_host=None, offer_capacity=False):
     """Apply every selected node document to the database.
 
     :param db: a :class:`cyborg_lite.db.api.Database`.
@@ -132,15 +136,36 @@ def sync(db, conn, host=None, apply_document=None, placement=None):
         not reported yet are listed (the documents are applied anyway: a
         bind to such a region waits for the reporter, the scheduler cannot
         pick it before).
+    :param agent_api: a :class:`cyborg_lite.agent.rpcapi.AgentAPI`; when
+        given, the regions a document lists without attach handles get
+        the handles the host's agent discovers in-band
+        (:func:`cyborg_lite.handle_discovery.fill_handles`).
+    :param offer_capacity: with ``placement`` and ``agent_api``, the
+        providers of the regions whose handles the agent supplied then
+        offer that many units
+        (:func:`cyborg_lite.placement.capacity.offer_handles`; the outcome
+        is the host report's ``capacity``).
+    :param agent_host: maps a document's host to the agent serving it
+        (default: the same name).
     :returns: ``{"applied": [summary], "skipped": {node: reason},
-        "not_in_placement": {host: [rp uuid]}}``.
+        "not_in_placement": {host: [rp uuid]}}``, plus ``"handles":
+        {host: report}`` when ``agent_api`` is given.
     """
     if apply_document is None:
         from cyborg_lite.inventory_sync import apply_document
     selection = documents_from_ironic(conn, host=host)
-    applied, missing = [], {}
+    applied, missing, handle_reports = [], {}, {}
     for document in selection.documents:
+        if agent_api is not None:
+            server = agent_host(document["host"]) if agent_host else None
+            document, report = handle_discovery.fill_handles(
+                document, agent_api, agent_host=server)
+            handle_reports[document["host"]] = report
         applied.append(apply_document(db, document))
+        if offer_capacity and placement is not None and \
+                agent_api is not None and report["filled"]:
+            report["capacity"] = capacity.offer_handles(
+                placement, document, report["filled"])
         if placement is not None:
             absent = missing_providers(placement, document)
             if absent:
@@ -148,5 +173,8 @@ def sync(db, conn, host=None, apply_document=None, placement=None):
                             "Placement yet: %s", document["host"],
                             len(absent), ", ".join(absent))
                 missing[document["host"]] = absent
-    return {"applied": applied, "skipped": selection.skipped,
-            "not_in_placement": missing}
+    result = {"applied": applied, "skipped": selection.skipped,
+              "not_in_placement": missing}
+    if agent_api is not None:
+        result["handles"] = handle_reports
+    return result

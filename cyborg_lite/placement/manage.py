@@ -17,7 +17,8 @@ nested devices come from the inventory document in FILE, or else from the
 Ironic node whose document names HOST (``[ironic]``); Placement is reached
 through ``[placement]``.
 ``inventory sync [--host HOST]`` (wired in cyborg_lite.cmd.manage): apply
-the Ironic nodes' documents to the database (what the inventory periodic does).
+the Ironic nodes' documents to the database (what the inventory periodic does),
+with the attach handles the host agents discover where a document has none.
 """
 
 import json
@@ -28,6 +29,7 @@ from ironic_accel import inventory
 from ironic_accel.placement import client as placement_client
 from ironic_accel.placement import reporter
 
+from cyborg_lite import handle_discovery
 from cyborg_lite.placement import ironic_source
 from cyborg_lite.placement import migrate_flat
 
@@ -90,9 +92,36 @@ def migrate_flat_command(conf, args, out=None):
     return 0
 
 
+def _handles_line(host, report):
+    if report["source"] == handle_discovery.DOCUMENT:
+        return f"{host}: attach handles from the inventory document"
+    if report["source"] == handle_discovery.AGENT:
+        line = (f"{host}: attach handles from the agent for "
+                f"{len(report['filled'])} region(s)")
+        if report["kept"]:
+            line += (f"; known handles kept for {len(report['kept'])} "
+                     f"region(s) the agent reported none for")
+    else:
+        line = (f"{host}: known attach handles kept for "
+                f"{len(report['kept'])} region(s)")
+        line += (f": {report['error']}" if report["error"]
+                 else ": the agent reported none")
+    if report["unmatched"]:
+        line += ("; ignored devices the document does not list: "
+                 + ", ".join(report["unmatched"]))
+    return line
+
+
 def sync_ironic_command(conf, args):
-    """``inventory sync``; returns the exit code."""
+    """``inventory sync``; returns the exit code.
+
+    Prints the result as JSON, and one line per host on stderr saying
+    where its attach handles came from. 0 done, 1 a node was skipped or a
+    host's agent could not be asked (its known handles are kept; run the
+    command again once the agent is back), 2 bad configuration.
+    """
     from cyborg_lite.db import api as db_api
+    from cyborg_lite.programming import programmer as programmer_mod
     if not clients.is_configured(conf, "ironic"):
         print("[ironic] is not configured", file=sys.stderr)
         return 2
@@ -100,11 +129,24 @@ def sync_ironic_command(conf, args):
     if clients.is_configured(conf, "placement"):
         placement = placement_client.Client(
             clients.connection(conf, "placement"))
-    result = ironic_source.sync(db_api.Database.from_conf(conf),
-                                clients.connection(conf, "ironic"),
-                                host=args.host, placement=placement)
+    db = db_api.Database.from_conf(conf)
+    # NOTE(accel): the programmer knows which agent serves a host (the
+    # embedded one with the in-process transport, else the host's own).
+    programmer = programmer_mod.Programmer(conf, db)
+    try:
+        result = ironic_source.sync(db, clients.connection(conf, "ironic"),
+                                    host=args.host, placement=placement,
+                                    agent_api=programmer.agent_api(),
+                                    agent_host=programmer.agent_host,
+                                    offer_capacity=True)
+    finally:
+        programmer.stop()
+        db.dispose()
     print(json.dumps(result, indent=2))
-    return 1 if result["skipped"] else 0
+    for host, report in sorted(result["handles"].items()):
+        print(_handles_line(host, report), file=sys.stderr)
+    agent_failed = any(r["error"] for r in result["handles"].values())
+    return 1 if result["skipped"] or agent_failed else 0
 
 
 def add_commands(subparsers):

@@ -202,6 +202,11 @@ class Client:
         return self.request(
             "GET", f"/resource_providers/{rp_uuid}/allocations")["allocations"]
 
+    def usages(self, rp_uuid):
+        """``{rc: amount}`` allocated on a provider."""
+        return self.request(
+            "GET", f"/resource_providers/{rp_uuid}/usages")["usages"]
+
     def ensure_traits(self, traits):
         """Create the custom traits Placement may not know yet."""
         for trait in sorted(traits):

@@ -73,6 +73,9 @@ class Provider:
     device_id: str
     region_id: str
     pci_address: str
+    #: False when the document lists no ``attach_handles`` for the region
+    #: (out of band, before cyborg_lite's agent discovered them in-band).
+    handles_known: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +205,8 @@ def desired_tree(document):
                 function_trait=function,
                 device_id=device["id"],
                 region_id=region["id"],
-                pci_address=device["pci_address"]))
+                pci_address=device["pci_address"],
+                handles_known="attach_handles" in region))
     return Tree(host=host, providers=tuple(providers))
 
 
@@ -243,7 +247,10 @@ def merge_inventory(current, provider, revive=False):
     ``allocation_ratio`` keep their current values (cyborg_lite sets
     ``reserved`` while it programs a region). ``reserved`` is clamped to the
     new total, since Placement refuses ``reserved > total``. Another class
-    left over from a changed document is dropped.
+    left over from a changed document is dropped. When the document does
+    not know the region's handles, an existing ``total``/``max_unit`` of
+    the class is kept: cyborg_lite set it from the handles its agent
+    discovered in-band, and resetting it to 1 would fight that writer.
 
     :param current: ``{rc: inventory dict}`` as Placement returns it.
     :param provider: the desired :class:`Provider`.
@@ -258,10 +265,14 @@ def merge_inventory(current, provider, revive=False):
               if key in old}
     if revive:
         record["reserved"] = 0
-    record["total"] = provider.total
-    record["max_unit"] = provider.total
-    if record.get("reserved", 0) > provider.total:
-        record["reserved"] = provider.total
+    total = max_unit = provider.total
+    if not provider.handles_known and old.get("total"):
+        total = old["total"]
+        max_unit = min(old.get("max_unit") or total, total)
+    record["total"] = total
+    record["max_unit"] = max_unit
+    if record.get("reserved", 0) > total:
+        record["reserved"] = total
     return {provider.resource_class: record}
 
 

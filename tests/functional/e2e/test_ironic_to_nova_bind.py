@@ -26,10 +26,8 @@ writes itself.)
 import json
 import uuid
 
-from cyborg_lite.agent import handles
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
-from cyborg_lite import inventory_sync
 from cyborg_lite.placement import ironic_source
 from cyborg_lite.placement import request_groups
 from ironic_accel.embedded import ironic as ironic_launcher
@@ -90,23 +88,19 @@ def test_conductor_report_to_nova_style_bind(ironic_server, baremetal,
         tmp_path, inventory=False, **_embedded_agent(tmp_path, host))
     agent = agent_service.start_embedded(cyborg.conf)
     try:
-        discovered = rpcapi.AgentAPI(cyborg.conf).discover(host)["devices"]
-
-        def apply_with_handles(db, doc):
-            merged, unmatched = handles.merge_discovered(doc, discovered)
-            assert unmatched == []
-            return inventory_sync.apply_document(db, merged)
-
         summary = ironic_source.sync(cyborg.db, ironic_server.connection(),
                                      host=host, placement=client,
-                                     apply_document=apply_with_handles)
+                                     agent_api=rpcapi.AgentAPI(cyborg.conf))
     finally:
         agent.stop()
     assert summary["skipped"] == {} and summary["not_in_placement"] == {}
     assert len(summary["applied"]) == 1
-    known = {h["pci_address"] for d in discovered
-             if d["pci_address"] == fpga["pci_address"]
-             for r in d["regions"] for h in r["attach_handles"]}
+    report = summary["handles"][host]
+    assert report["source"] == "agent" and report["error"] is None
+    assert report["unmatched"] == []
+    assert report["kept"] == []
+    assert {f"{fpga['pci_address']}/{r['id']}"
+            for r in fpga["regions"]} <= set(report["filled"])
 
     # Nova: the profile's request groups pick a region of that FPGA ...
     profile = cyborg.create_profile([{"resources:FPGA": "1",
@@ -139,7 +133,7 @@ def test_conductor_report_to_nova_style_bind(ironic_server, baremetal,
                 if d["pci_address"] == fpga["pci_address"]
                 for r in d["regions"] if r["id"] == region["id"]
                 for h in r["attach_handles"]}
-    assert _bdf(bound["attach_handle_info"]) in expected & known
+    assert _bdf(bound["attach_handle_info"]) in expected
 
     cyborg.app.extensions["cyborg_lite"].notifier.shutdown()
     cyborg.db.dispose()

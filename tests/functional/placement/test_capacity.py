@@ -1,0 +1,123 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Two writers of a region's capacity, against a real Placement.
+
+The reporter writes 1 unit while the document knows no handles and keeps
+a larger total cyborg_lite set from the handles discovered in-band;
+cyborg_lite never sets a total below what is allocated, and keeps
+``reserved <= total``.
+"""
+
+import uuid
+
+from cyborg_lite.placement import capacity
+from cyborg_lite.placement import request_groups
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
+from tests.functional.placement import documents
+
+MV = request_groups.MICROVERSION
+
+
+def _document(host, handles):
+    """One single-region FPGA; ``handles`` None: none listed."""
+    node = str(uuid.uuid4())
+    device = documents.fpga(node, 0, handles=handles or 0)
+    if handles is None:
+        del device["regions"][0]["attach_handles"]
+    return documents.document(host, node, [device])
+
+
+def _inventory(conn, rp_uuid):
+    resp = conn.placement.get(f"/resource_providers/{rp_uuid}/inventories",
+                              microversion=MV)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["inventories"]["FPGA"]
+
+
+def _put_inventory(conn, rp_uuid, **fields):
+    resp = conn.placement.get(f"/resource_providers/{rp_uuid}/inventories",
+                              microversion=MV).json()
+    record = dict(resp["inventories"]["FPGA"], **fields)
+    resp = conn.placement.put(
+        f"/resource_providers/{rp_uuid}/inventories", microversion=MV,
+        json={"resource_provider_generation":
+              resp["resource_provider_generation"],
+              "inventories": {"FPGA": record}})
+    assert resp.status_code == 200, resp.text
+
+
+def _allocate(conn, rp_uuid, amount):
+    resp = conn.placement.put(
+        f"/allocations/{uuid.uuid4()}", microversion=MV,
+        json={"allocations": {rp_uuid: {"resources": {"FPGA": amount}}},
+              "project_id": uuid.uuid4().hex, "user_id": uuid.uuid4().hex,
+              "consumer_generation": None, "consumer_type": "INSTANCE"})
+    assert resp.status_code == 204, resp.text
+
+
+def test_reporter_keeps_in_band_total_while_document_has_no_handles(
+        placement_conn, compute_node):
+    _, host = compute_node
+    unknown = _document(host, None)
+    rp_uuid = unknown["devices"][0]["regions"][0]["rp_uuid"]
+    client = placement_client.Client(placement_conn)
+    reporter.report(client, unknown)
+    assert _inventory(placement_conn, rp_uuid)["total"] == 1
+
+    assert capacity.set_capacity(client, rp_uuid, "FPGA", 4) == \
+        capacity.UPDATED
+    again = placement_client.Client(placement_conn)
+    reporter.report(again, unknown)
+
+    inv = _inventory(placement_conn, rp_uuid)
+    assert (inv["total"], inv["max_unit"]) == (4, 4)
+    assert again.writes == 0
+
+    # Once the document lists handles, its count is the truth again.
+    known = _document(host, 2)
+    known["node_uuid"] = unknown["node_uuid"]
+    known["devices"][0]["regions"][0]["rp_uuid"] = rp_uuid
+    reporter.report(placement_client.Client(placement_conn), known)
+    inv = _inventory(placement_conn, rp_uuid)
+    assert (inv["total"], inv["max_unit"]) == (2, 2)
+
+
+def test_capacity_never_below_usage_and_reserved_clamped(placement_conn,
+                                                         compute_node):
+    _, host = compute_node
+    document = _document(host, None)
+    rp_uuid = document["devices"][0]["regions"][0]["rp_uuid"]
+    client = placement_client.Client(placement_conn)
+    reporter.report(client, document)
+    capacity.set_capacity(client, rp_uuid, "FPGA", 4)
+    _allocate(placement_conn, rp_uuid, 3)
+    # cyborg_lite programs the region: reserved = total.
+    _put_inventory(placement_conn, rp_uuid, reserved=4)
+
+    outcome = capacity.set_capacity(client, rp_uuid, "FPGA", 2)
+
+    inv = _inventory(placement_conn, rp_uuid)
+    assert outcome == capacity.UPDATED
+    assert (inv["total"], inv["max_unit"], inv["reserved"]) == (3, 3, 3)
+    before = client.writes
+    assert capacity.set_capacity(client, rp_uuid, "FPGA", 2) == \
+        capacity.UNCHANGED
+    assert client.writes == before
+
+
+def test_capacity_leaves_unreported_providers_alone(placement_conn):
+    client = placement_client.Client(placement_conn)
+    assert capacity.set_capacity(client, str(uuid.uuid4()), "FPGA", 2) == \
+        capacity.ABSENT
+    assert client.writes == 0
