@@ -101,8 +101,8 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         ``[database] connection`` names (its schema must be synced).
     :param programmer: a :class:`~cyborg_lite.programming.programmer.
         Programmer`; by default one built from ``conf`` whose keeper
-        thread (leases, reconciler) starts with the app; None: no
-        programming at bind time (binds needing it get 409).
+        threads (leases, reconciler, inventory sync) start with the app;
+        None: no programming at bind time (binds needing it get 409).
     :param notifier: sends Nova's accelerator-request-bound events; by
         default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
     :returns: a Flask app (a WSGI application).

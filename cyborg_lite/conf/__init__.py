@@ -20,7 +20,7 @@ _MODULES = [clients]
 
 def _modules():
     import importlib
-    names = ["api", "database", "agent", "pools"]
+    names = ["api", "database", "agent", "pools", "inventory"]
     found = []
     for name in names:
         try:

@@ -184,3 +184,15 @@ class FunctionPool(_Timestamps, Base):
     #: only regions of this resource class count (NULL: any).
     resource_class: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
+
+
+class PeriodicLease(Base):
+    """Who runs a periodic task (one API worker at a time), until when."""
+
+    __tablename__ = "periodic_leases"
+
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(64),
+                                              primary_key=True)
+    owner: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)

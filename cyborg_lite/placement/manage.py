@@ -112,6 +112,44 @@ def _handles_line(host, report):
     return line
 
 
+def sync_from_ironic(conf, db, programmer, host=None):
+    """Apply the Ironic nodes' documents to ``db`` (all hosts, or ``host``).
+
+    What ``inventory sync`` and the API's periodic sync both run: attach
+    handles a document lacks come from the agent serving the host (through
+    ``programmer``), and Placement (``[placement]``, when configured) is
+    offered the capacity.
+
+    :returns: :func:`cyborg_lite.placement.ironic_source.sync`'s result.
+    :raises ValueError: ``[ironic]`` is not configured.
+    """
+    if not clients.is_configured(conf, "ironic"):
+        raise ValueError("[ironic] is not configured")
+    placement = None
+    if clients.is_configured(conf, "placement"):
+        placement = placement_client.Client(
+            clients.connection(conf, "placement"))
+    # NOTE(accel): the programmer knows which agent serves a host (the
+    # embedded one with the in-process transport, else the host's own).
+    return ironic_source.sync(db, clients.connection(conf, "ironic"),
+                              host=host, placement=placement,
+                              agent_api=programmer.agent_api(),
+                              agent_host=programmer.agent_host,
+                              offer_capacity=True)
+
+
+def sync_problems(result):
+    """True when a node was skipped or a host's agent could not be asked."""
+    return bool(result["skipped"]
+                or any(r["error"] for r in result["handles"].values()))
+
+
+def handles_lines(result):
+    """One line per host saying where its attach handles came from."""
+    return [_handles_line(host, report)
+            for host, report in sorted(result["handles"].items())]
+
+
 def sync_ironic_command(conf, args):
     """``inventory sync``; returns the exit code.
 
@@ -125,28 +163,17 @@ def sync_ironic_command(conf, args):
     if not clients.is_configured(conf, "ironic"):
         print("[ironic] is not configured", file=sys.stderr)
         return 2
-    placement = None
-    if clients.is_configured(conf, "placement"):
-        placement = placement_client.Client(
-            clients.connection(conf, "placement"))
     db = db_api.Database.from_conf(conf)
-    # NOTE(accel): the programmer knows which agent serves a host (the
-    # embedded one with the in-process transport, else the host's own).
     programmer = programmer_mod.Programmer(conf, db)
     try:
-        result = ironic_source.sync(db, clients.connection(conf, "ironic"),
-                                    host=args.host, placement=placement,
-                                    agent_api=programmer.agent_api(),
-                                    agent_host=programmer.agent_host,
-                                    offer_capacity=True)
+        result = sync_from_ironic(conf, db, programmer, host=args.host)
     finally:
         programmer.stop()
         db.dispose()
     print(json.dumps(result, indent=2))
-    for host, report in sorted(result["handles"].items()):
-        print(_handles_line(host, report), file=sys.stderr)
-    agent_failed = any(r["error"] for r in result["handles"].values())
-    return 1 if result["skipped"] or agent_failed else 0
+    for line in handles_lines(result):
+        print(line, file=sys.stderr)
+    return 1 if sync_problems(result) else 0
 
 
 def add_commands(subparsers):

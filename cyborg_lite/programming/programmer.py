@@ -458,7 +458,9 @@ class Programmer:
         process's runs every ``[programming] heartbeat_interval``; the
         other runs the reconciler (at start and every
         ``reconcile_interval``). Separate, so a slow reconciler pass (an
-        agent not answering) never lets a lease go stale."""
+        agent not answering) never lets a lease go stale. A third runs the
+        inventory sync when ``[ironic]`` is configured
+        (:mod:`cyborg_lite.periodic_sync`)."""
         if self._threads:
             return
         self._threads = [threading.Thread(
@@ -468,6 +470,12 @@ class Programmer:
             self._threads.append(threading.Thread(
                 target=self._reconcile_loop, name="programming-reconciler",
                 daemon=True))
+        from cyborg_lite import periodic_sync
+        if periodic_sync.enabled(self.conf):
+            syncer = periodic_sync.InventorySync(self.conf, self.db, self)
+            self._threads.append(threading.Thread(
+                target=syncer.loop, args=(self._stop,),
+                name="inventory-sync", daemon=True))
         for thread in self._threads:
             thread.start()
 

@@ -1,0 +1,113 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The API's periodic inventory sync against real Ironic: an app with
+``[inventory] sync_interval`` picks up a node's devices (handles from the
+embedded agent) without any command, and keeps running when Ironic is
+unreachable."""
+
+import json
+import logging
+import socket
+import threading
+import time
+import uuid
+
+from keystoneauth1 import loading as ks_loading
+
+from cyborg_lite.api import app as app_mod
+from cyborg_lite.db import api as db_api
+from cyborg_lite import periodic_sync
+from tests.fixtures import cyborg as cyborg_fixtures
+from tests.functional.placement import test_sync_handles as sync_helpers
+
+
+def _app(tmp_path, ironic_url, host, document):
+    """A cyborg_lite app (default Programmer, so background threads run)
+    with ``[ironic]`` at ``ironic_url`` and a sync every second."""
+    sim_inventory = tmp_path / "sim-inventory.json"
+    sim_inventory.write_text(json.dumps(document))
+    conf = cyborg_fixtures.make_conf(
+        tmp_path, **{"agent.host": host,
+                     "agent.sim_state_dir": str(tmp_path / "sim"),
+                     "agent.sim_inventory_file": str(sim_inventory),
+                     "agent.rpc_timeout": 5,
+                     "programming.reconcile_on_start": False,
+                     "programming.reconcile_interval": 0,
+                     "inventory.sync_interval": 1})
+    ks_loading.register_auth_conf_options(conf, "ironic")
+    conf.set_override("auth_type", "none", "ironic")
+    conf.set_override("endpoint_override", ironic_url, "ironic")
+    conf.set_override("connection",
+                      f"sqlite:///{tmp_path}/{uuid.uuid4().hex}.sqlite",
+                      group="database")
+    db = db_api.Database.from_conf(conf)
+    db.sync()
+    return cyborg_fixtures.Cyborg(conf, db, app_mod.create_app(conf, db=db))
+
+
+def _wait(predicate, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    return predicate()
+
+
+def _sync_threads():
+    return [t for t in threading.enumerate() if t.name == "inventory-sync"]
+
+
+def test_app_picks_up_node_devices_without_command(
+        ironic_server, baremetal, tmp_path):
+    host, document = sync_helpers._host_with_node(baremetal)
+    cyborg = _app(tmp_path, ironic_server.url, host, document)
+    try:
+        expected = {region["rp_uuid"]: sorted(
+            h["pci_address"] for h in region["attach_handles"])
+            for device in document["devices"]
+            for region in device["regions"]}
+        handles = _wait(lambda: sync_helpers._handles(cyborg.db, host))
+        # every region, with the handles only the agent knew (the
+        # document in Ironic has none)
+        assert handles == expected
+        owner, _expires = db_api.periodic_lease_get(
+            cyborg.db, periodic_sync.LEASE_NAME)
+        assert owner
+    finally:
+        sync_helpers._close(cyborg)
+    assert not _sync_threads()
+    # Stopping gave the lease up: another worker takes over at once.
+    assert db_api.periodic_lease_acquire(
+        cyborg.db, periodic_sync.LEASE_NAME, "next-worker", 60) is True
+    cyborg.db.dispose()
+
+
+def test_unreachable_ironic_is_logged_and_retried(tmp_path, caplog):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    host = f"down-{uuid.uuid4().hex[:8]}.example.org"
+    document = cyborg_fixtures.load_example_inventory(host)
+    caplog.set_level(logging.ERROR, logger="cyborg_lite.periodic_sync")
+    cyborg = _app(tmp_path, dead_url, host, document)
+    try:
+        failures = _wait(lambda: len(
+            [r for r in caplog.records
+             if "Inventory sync pass failed" in r.getMessage()]) >= 2)
+        assert failures
+        assert _sync_threads() and _sync_threads()[0].is_alive()
+    finally:
+        sync_helpers._close(cyborg)
