@@ -1009,10 +1009,17 @@ def _run_standalone(state_dir, inventory_path):
     region = next(r for d in document["devices"] for r in d["regions"]
                   if d["type"] == "FPGA")
     app = app_mod.create_app(conf, db=db)
-    with devserver.serve_in_thread(app) as url:
-        print(f"API served at {url} (noauth; Nova not configured, so no "
-              "events are sent)", file=out)
-        run_standalone_walk(StandaloneWalk(url, out), region["rp_uuid"])
+    programmer = app.extensions["cyborg_lite"].programmer
+    try:
+        with devserver.serve_in_thread(app) as url:
+            print(f"API served at {url} (noauth; Nova not configured, so no "
+                  "events are sent)", file=out)
+            run_standalone_walk(StandaloneWalk(url, out), region["rp_uuid"])
+    finally:
+        # NOTE: the programmer's background threads (reconciler, embedded
+        # agent) would otherwise outlive the state directory.
+        if programmer is not None:
+            programmer.stop()
+        db.dispose()
     print("\nDemo finished: every step answered as expected.", file=out)
-    db.dispose()
     return 0
