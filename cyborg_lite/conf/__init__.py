@@ -12,34 +12,26 @@
 
 """cyborg_lite configuration: one module per option group (or family)."""
 
+from cyborg_lite.conf import agent
+from cyborg_lite.conf import api
 from cyborg_lite.conf import clients
+from cyborg_lite.conf import database
+from cyborg_lite.conf import inventory
+from cyborg_lite.conf import pools
 
 # NOTE: every module listed here has register_opts(conf) and list_opts().
-_MODULES = [clients]
-
-
-def _modules():
-    import importlib
-    names = ["api", "database", "agent", "pools", "inventory"]
-    found = []
-    for name in names:
-        try:
-            found.append(importlib.import_module(f"cyborg_lite.conf.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"cyborg_lite.conf.{name}":
-                raise
-    return found + _MODULES
+_MODULES = [api, database, agent, pools, inventory, clients]
 
 
 def register_opts(conf):
     """Register every cyborg_lite option on ``conf``."""
-    for module in _modules():
+    for module in _MODULES:
         module.register_opts(conf)
 
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
     pairs = []
-    for module in _modules():
+    for module in _MODULES:
         pairs.extend(module.list_opts())
     return pairs

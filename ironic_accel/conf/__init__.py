@@ -14,30 +14,20 @@
 is loaded. One module per group; each has register_opts(conf) and
 list_opts()."""
 
-import importlib
+from ironic_accel.conf import accel_redfish
+from ironic_accel.conf import placement
 
-_NAMES = ["accel_redfish", "placement"]
-
-
-def _modules():
-    found = []
-    for name in _NAMES:
-        try:
-            found.append(importlib.import_module(f"ironic_accel.conf.{name}"))
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ironic_accel.conf.{name}":
-                raise
-    return found
+_MODULES = [accel_redfish, placement]
 
 
 def register_opts(conf):
-    for module in _modules():
+    for module in _MODULES:
         module.register_opts(conf)
 
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
     pairs = []
-    for module in _modules():
+    for module in _MODULES:
         pairs.extend(module.list_opts())
     return pairs
