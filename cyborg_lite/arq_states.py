@@ -59,11 +59,6 @@ NOVA_EVENT_STATUS = {BOUND: "completed", BIND_FAILED: "failed",
                      DELETING: "failed"}
 
 
-def allowed_from(target):
-    """The states ``target`` may be entered from."""
-    return TRANSITIONS[target]
-
-
 def can_move(current, target):
     """True when an ARQ in ``current`` may move to ``target``."""
     return current == target or current in TRANSITIONS[target]

@@ -223,18 +223,6 @@ def _bdf(info):
                                 info["function"])
 
 
-def _wait(predicate, timeout, what, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise DemoFailed(f"timed out after {timeout} s waiting for "
-                             f"{what}")
-        time.sleep(interval)
-
-
 # -- the whole story -----------------------------------------------------------
 
 class Story:

@@ -16,7 +16,6 @@ device status, the scheduler's view with it, and a Placement failure leaves
 the status unchanged."""
 
 import json
-import socket
 import uuid
 
 import pytest
@@ -25,6 +24,7 @@ import sqlalchemy as sa
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
 from cyborg_lite import inventory_sync
+from ironic_accel.embedded.common import free_port
 from ironic_accel import inventory
 from ironic_accel.placement import client as placement_client
 from ironic_accel.placement import reporter
@@ -153,9 +153,7 @@ def test_enable_leaves_a_region_in_error_reserved(host):
 
 
 def _dead_endpoint():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def test_placement_failure_fails_the_call_and_keeps_the_status(

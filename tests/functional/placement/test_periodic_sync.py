@@ -18,7 +18,6 @@ unreachable."""
 
 import json
 import logging
-import socket
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from keystoneauth1 import loading as ks_loading
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite import periodic_sync
+from ironic_accel.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.functional.placement import test_sync_handles as sync_helpers
 
@@ -96,9 +96,7 @@ def test_app_picks_up_node_devices_without_command(
 
 
 def test_unreachable_ironic_is_logged_and_retried(tmp_path, caplog):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    dead_url = f"http://127.0.0.1:{free_port()}"
     host = f"down-{uuid.uuid4().hex[:8]}.example.org"
     document = cyborg_fixtures.load_example_inventory(host)
     caplog.set_level(logging.ERROR, logger="cyborg_lite.periodic_sync")

@@ -16,20 +16,15 @@ the real services read and run."""
 import configparser
 import json
 import shlex
-import socket
 import subprocess
 import sys
 import time
 
 import requests
 
+from ironic_accel.embedded.common import free_port
+
 from tests.functional.playbooks import ansible_runner
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _local_host(**host_vars):
@@ -83,7 +78,7 @@ def test_conductor_snippet_is_read_by_ironic_config(tmp_path):
 
 
 def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
-    port = _free_port()
+    port = free_port()
     host = _local_host(
         cyborg_lite_install=False, cyborg_lite_create_user=False,
         cyborg_lite_user="root", cyborg_lite_group="root",
