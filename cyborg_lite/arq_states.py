@@ -64,22 +64,27 @@ def can_move(current, target):
     return current == target or current in TRANSITIONS[target]
 
 
-def move(session, arq, target, **values):
+def move(session, arq, target, via=None, **values):
     """Move ``arq`` to ``target`` with one conditional UPDATE.
 
     :param session: an open SQLAlchemy session (the caller's transaction).
     :param arq: the ``models.ARQ`` row as last read.
     :param target: the new state.
+    :param via: a state passed through inside this one UPDATE, so the ARQ
+        may start from any predecessor of ``via`` (an instant bind goes
+        ``Initial`` -> ``BindStarted`` -> ``Bound`` at once; no other
+        transaction can see the middle state anyway).
     :param values: other columns to set in the same UPDATE.
     :raises ARQBadState: when the ARQ is in a state ``target`` cannot be
         entered from (as re-read from the database).
     :returns: True when the row changed, False when it already was in
         ``target`` (idempotent repeat).
     """
+    allowed = TRANSITIONS[target if via is None else via]
     values = dict(values, state=target, updated_at=models.utcnow())
     stmt = (sa.update(models.ARQ)
             .where(models.ARQ.id == arq.id,
-                   models.ARQ.state.in_(TRANSITIONS[target]))
+                   models.ARQ.state.in_(allowed))
             .values(**values)
             .execution_options(synchronize_session=False))
     if session.execute(stmt).rowcount == 1:
@@ -96,4 +101,4 @@ def move(session, arq, target, **values):
         return False
     raise exception.ARQBadState(uuid=arq.uuid, state=current,
                                 action=f"moving to {target}",
-                                expected=", ".join(TRANSITIONS[target]))
+                                expected=", ".join(allowed))

@@ -27,11 +27,9 @@ resolves it in the background (:mod:`cyborg_lite.programming`).
 import logging
 import uuid as uuidlib
 
-import sqlalchemy as sa
 
 from cyborg_lite import arq_states as states
 from cyborg_lite.db import api as db_api
-from cyborg_lite.db import models
 from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import regions
@@ -98,16 +96,6 @@ def _load_arqs(session, uuids, project_id):
     return by_uuid
 
 
-def _groups(session, arqs):
-    ids = {arq.device_profile_id for arq in arqs}
-    profiles = session.execute(
-        sa.select(models.DeviceProfile).where(
-            models.DeviceProfile.id.in_(ids))).scalars()
-    groups = {p.id: p.groups for p in profiles}
-    return {arq.id: groups[arq.device_profile_id][
-        arq.device_profile_group_id] for arq in arqs}
-
-
 def _instant_target(session, deployable, device, group):
     """Re-read the region under a shared lock for an instant bind.
 
@@ -131,54 +119,80 @@ def _instant_target(session, deployable, device, group):
     return deployable
 
 
+def _bound_elsewhere(arq, fields):
+    return exception.ARQBadState(
+        uuid=arq.uuid, state=arq.state,
+        action=f"binding to instance {fields['instance_uuid']} "
+               f"(it is bound to {arq.instance_uuid})",
+        expected=", ".join(states.BINDABLE))
+
+
+def _is_repeat(arq, fields):
+    """Is this the bind ``arq`` already has (or is getting)?"""
+    return arq.state in (states.BOUND, states.BIND_STARTED) and (
+        arq.hostname, arq.device_rp_uuid, arq.instance_uuid) == (
+        fields["hostname"], fields["device_rp_uuid"],
+        fields["instance_uuid"])
+
+
+def _bind_instantly(session, arq, fields, deployable, notify):
+    """Bind ``arq`` to a free handle of ``deployable`` (locked shared).
+
+    One conditional UPDATE moves the ARQ from a bindable state straight to
+    ``Bound``; then a handle is taken (the transaction rolls both back if
+    none is free).
+
+    :returns: True when bound, False when a concurrent identical bind
+        committed first (nothing to do).
+    """
+    moved = states.move(session, arq, states.BOUND, via=states.BIND_STARTED,
+                        deployable_id=deployable.id,
+                        notification="pending" if notify else None,
+                        **fields)
+    if not moved:
+        if _is_repeat(arq, fields):
+            return False
+        raise _bound_elsewhere(arq, fields)
+    if db_api.take_free_handle(session, deployable.id, arq.id) is None:
+        raise exception.NoFreeAttachHandle(
+            deployable=deployable.uuid, rp_uuid=fields["device_rp_uuid"],
+            arq=arq.uuid)
+    return True
+
+
 def _reserve(session, binds, project_id, programmer, notify):
-    arqs = _load_arqs(session, list(binds), project_id)
-    patch_ids = [arq.id for arq in arqs.values()]
+    rows = db_api.arqs_with_groups(session, list(binds), project_id)
+    arqs = {arq.uuid: (arq, group) for arq, group in rows}
+    missing = [u for u in binds if u not in arqs]
+    if missing:
+        raise exception.ARQNotFound(uuids=", ".join(missing))
+    patch_ids = [arq.id for arq, _ in rows]
     for instance in {f["instance_uuid"] for f in binds.values()}:
         others = db_api.other_bound_arqs(session, instance, patch_ids)
         if others:
             raise InstanceAlreadyBound(
                 instance=instance, arqs=", ".join(a.uuid for a in others))
-    groups = _groups(session, arqs.values())
     bound, jobs = [], []
     for arq_uuid, fields in binds.items():
-        arq = arqs[arq_uuid]
-        target = (fields["hostname"], fields["device_rp_uuid"],
-                  fields["instance_uuid"])
+        arq, group = arqs[arq_uuid]
+        if _is_repeat(arq, fields):
+            continue  # the identical bind repeated: nothing to do
         if arq.state in (states.BOUND, states.BIND_STARTED):
-            if (arq.hostname, arq.device_rp_uuid, arq.instance_uuid) \
-                    == target:
-                continue  # the identical bind repeated: nothing to do
-            raise exception.ARQBadState(
-                uuid=arq.uuid, state=arq.state,
-                action=f"binding to instance {fields['instance_uuid']} "
-                       f"(it is bound to {arq.instance_uuid})",
-                expected=", ".join(states.BINDABLE))
+            raise _bound_elsewhere(arq, fields)
         if arq.state not in states.BINDABLE:
             raise exception.ARQBadState(
                 uuid=arq.uuid, state=arq.state, action="binding",
                 expected=", ".join(states.BINDABLE))
-        values = dict(fields)
-        states.move(session, arq, states.BIND_STARTED, **values)
-        deployable = db_api.deployable_by_rp(session,
-                                             fields["device_rp_uuid"])
+        deployable, device = db_api.deployable_and_device_by_rp(
+            session, fields["device_rp_uuid"])
         if deployable is None:
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
-        device = session.get(models.Device, deployable.device_id)
-        group = groups[arq.id]
         if needs_programming(group, deployable) is None:
             fresh = _instant_target(session, deployable, device, group)
             if fresh is not None:
-                handle = db_api.take_free_handle(session, fresh.id, arq.id)
-                if handle is None:
-                    raise exception.NoFreeAttachHandle(
-                        deployable=fresh.uuid,
-                        rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
-                states.move(session, arq, states.BOUND,
-                            deployable_id=fresh.id,
-                            notification="pending" if notify else None)
-                bound.append(arq.uuid)
+                if _bind_instantly(session, arq, fields, fresh, notify):
+                    bound.append(arq.uuid)
                 continue
         if device.status != "enabled":
             raise exception.DeployableNotReady(
@@ -191,6 +205,7 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise exception.ProgrammingUnavailable(
                 deployable=deployable.uuid, running=running,
                 arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
+        states.move(session, arq, states.BIND_STARTED, **fields)
         # NOTE(cyborg_lite): the programmer takes over from BindStarted:
         # region taken, handle reserved; Bound or BindFailed come later.
         jobs.append(programmer.start(session, arq, deployable, group))

@@ -42,6 +42,9 @@ LOG = logging.getLogger(__name__)
 _RETRYABLE_MYSQL = {1213, 1205}
 _RETRYABLE_PG = {"40P01", "40001"}
 
+#: execution option marking an engine whose transactions only read.
+READ_ONLY = "cyborg_lite_read_only"
+
 
 def _is_retryable(error):
     orig = getattr(error, "orig", None)
@@ -82,7 +85,13 @@ def _make_engine(url, debug=False):
 
         @event.listens_for(engine, "begin")
         def _on_begin(connection):
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            # NOTE(cyborg_lite): a read-only transaction begins DEFERRED: in
+            # WAL mode it reads a snapshot and never waits for (or holds up)
+            # the one writer.
+            if connection.get_execution_options().get(READ_ONLY):
+                connection.exec_driver_sql("BEGIN")
+            else:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     # NOTE(cyborg_lite): READ COMMITTED so a conditional UPDATE that waited
@@ -107,6 +116,9 @@ class Database:
         self.retries = retries
         self._sessionmaker = orm.sessionmaker(self.engine,
                                               expire_on_commit=False)
+        self._reader = orm.sessionmaker(
+            self.engine.execution_options(**{READ_ONLY: True}),
+            expire_on_commit=False)
 
     @classmethod
     def from_conf(cls, conf):
@@ -123,10 +135,14 @@ class Database:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def transaction(self):
+    def transaction(self, read_only=False):
         """A session in one transaction: committed on success, rolled back
-        on any error."""
-        session = self._sessionmaker()
+        on any error.
+
+        :param read_only: the transaction only reads (on sqlite it then
+            neither takes nor waits for the write lock).
+        """
+        session = (self._reader if read_only else self._sessionmaker)()
         try:
             with session.begin():
                 yield session
@@ -136,10 +152,17 @@ class Database:
     def run(self, func, *args, **kwargs):
         """``func(session, *args, **kwargs)`` in one transaction, retried
         when the database reports a deadlock or a serialization failure."""
+        return self._run(False, func, args, kwargs)
+
+    def read(self, func, *args, **kwargs):
+        """:meth:`run` for a ``func`` that only reads."""
+        return self._run(True, func, args, kwargs)
+
+    def _run(self, read_only, func, args, kwargs):
         delay = 0.01
         for attempt in range(self.retries + 1):
             try:
-                with self.transaction() as session:
+                with self.transaction(read_only) as session:
                     return func(session, *args, **kwargs)
             except sa_exc.DBAPIError as error:
                 if attempt == self.retries or not _is_retryable(error):
@@ -155,6 +178,17 @@ def transactional(func):
     def wrapper(handle, *args, **kwargs):
         if isinstance(handle, Database):
             return handle.run(func, *args, **kwargs)
+        return func(handle, *args, **kwargs)
+    return wrapper
+
+
+def reader(func):
+    """:func:`transactional` for a ``func`` that only reads: called with a
+    :class:`Database` it runs in a read-only transaction."""
+    @functools.wraps(func)
+    def wrapper(handle, *args, **kwargs):
+        if isinstance(handle, Database):
+            return handle.read(func, *args, **kwargs)
         return func(handle, *args, **kwargs)
     return wrapper
 
@@ -210,7 +244,7 @@ def device_profile_create(session, name, groups, description=None,
     return profile
 
 
-@transactional
+@reader
 def device_profile_list(session, names=None, limit=None, marker=None):
     """Device profiles, optionally only those named in ``names``."""
     stmt = sa.select(models.DeviceProfile)
@@ -219,7 +253,7 @@ def device_profile_list(session, names=None, limit=None, marker=None):
     return _paginate(session, stmt, models.DeviceProfile, limit, marker)
 
 
-@transactional
+@reader
 def device_profile_get(session, ident):
     """A device profile by uuid or by name.
 
@@ -265,7 +299,11 @@ def arq_create_many(session, profile_ident, project_id, specs):
 
     :returns: the new ARQ rows.
     """
-    profile = device_profile_get(session, profile_ident)
+    return _add_arqs(session, device_profile_get(session, profile_ident),
+                     project_id, specs)
+
+
+def _add_arqs(session, profile, project_id, specs):
     arqs = [models.ARQ(uuid=new_uuid(), state="Initial",
                        device_profile_id=profile.id,
                        device_profile_name=profile.name,
@@ -288,7 +326,7 @@ def arq_create_from_profile(session, profile_ident, project_id, amount):
     profile = device_profile_get(session, profile_ident)
     specs = [index for index, group in enumerate(profile.groups)
              for _ in range(amount(group))]
-    return arq_create_many(session, profile.name, project_id, specs)
+    return _add_arqs(session, profile, project_id, specs)
 
 
 def _arq_scope(stmt, project_id):
@@ -297,7 +335,7 @@ def _arq_scope(stmt, project_id):
     return stmt
 
 
-@transactional
+@reader
 def arq_list(session, project_id=None, instance_uuid=None, uuids=None,
              limit=None, marker=None):
     """ARQs filtered in SQL. ``project_id`` None means every project."""
@@ -309,7 +347,20 @@ def arq_list(session, project_id=None, instance_uuid=None, uuids=None,
     return _paginate(session, stmt, models.ARQ, limit, marker)
 
 
-@transactional
+def arqs_with_groups(session, uuids, project_id=None):
+    """``[(arq, group)]`` of ARQs by uuid, each with its device profile
+    group (the dict of the profile's ``groups`` the ARQ was made for)."""
+    rows = session.execute(
+        _arq_scope(sa.select(models.ARQ, models.DeviceProfile.groups)
+                   .join(models.DeviceProfile,
+                         models.ARQ.device_profile_id
+                         == models.DeviceProfile.id), project_id)
+        .where(models.ARQ.uuid.in_(uuids)))
+    return [(arq, groups[arq.device_profile_group_id])
+            for arq, groups in rows]
+
+
+@reader
 def arq_get(session, arq_uuid, project_id=None):
     """One ARQ; :raises ARQNotFound: also for another project's ARQ."""
     arq = session.execute(
@@ -359,6 +410,18 @@ def deployable_by_rp(session, rp_uuid):
         sa.select(models.Deployable).where(
             models.Deployable.rp_uuid == rp_uuid,
             models.Deployable.retired.is_(False))).scalar_one_or_none()
+
+
+def deployable_and_device_by_rp(session, rp_uuid):
+    """``(deployable, device)`` of :func:`deployable_by_rp` in one query,
+    or ``(None, None)``."""
+    row = session.execute(
+        sa.select(models.Deployable, models.Device)
+        .join(models.Device,
+              models.Deployable.device_id == models.Device.id)
+        .where(models.Deployable.rp_uuid == rp_uuid,
+               models.Deployable.retired.is_(False))).one_or_none()
+    return tuple(row) if row else (None, None)
 
 
 def take_free_handle(session, deployable_id, arq_id, attempts=8):
@@ -439,7 +502,7 @@ def finish_notifications(session, arq_uuids, outcome):
 
 # Devices and deployables
 
-@transactional
+@reader
 def device_list(session, type=None, vendor=None, hostname=None, limit=None,
                 marker=None):
     """Devices filtered in SQL."""
@@ -452,7 +515,7 @@ def device_list(session, type=None, vendor=None, hostname=None, limit=None,
     return _paginate(session, stmt, models.Device, limit, marker)
 
 
-@transactional
+@reader
 def device_get(session, device_uuid):
     """One device by uuid; :raises DeviceNotFound:"""
     device = session.execute(
@@ -471,7 +534,7 @@ def device_set_status(session, device_uuid, status):
     return device
 
 
-@transactional
+@reader
 def deployable_list(session, device_id=None, rp_uuid=None, name=None,
                     limit=None, marker=None):
     """Deployables filtered in SQL."""
@@ -484,7 +547,7 @@ def deployable_list(session, device_id=None, rp_uuid=None, name=None,
     return _paginate(session, stmt, models.Deployable, limit, marker)
 
 
-@transactional
+@reader
 def deployable_get(session, deployable_uuid):
     """One deployable by uuid; :raises DeployableNotFound:"""
     deployable = session.execute(
@@ -538,7 +601,7 @@ def _deployable_id(session, ident):
         column == value)).scalar_one_or_none()
 
 
-@transactional
+@reader
 def attribute_list(session, deployable=None, key=None, limit=None,
                    marker=None):
     """Attributes filtered in SQL.
@@ -558,7 +621,7 @@ def attribute_list(session, deployable=None, key=None, limit=None,
     return _paginate(session, stmt, models.Attribute, limit, marker)
 
 
-@transactional
+@reader
 def attribute_get(session, attribute_uuid):
     """One attribute by uuid; :raises AttributeNotFound:"""
     attribute = None
@@ -693,7 +756,7 @@ def periodic_lease_release(session, name, owner):
         .execution_options(synchronize_session=False))
 
 
-@transactional
+@reader
 def periodic_lease_get(session, name):
     """``(owner, expires_at)`` of the lease of ``name``, or None."""
     lease = models.PeriodicLease

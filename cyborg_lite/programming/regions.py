@@ -69,6 +69,12 @@ def lock_shared(session, deployable_id):
     Instant binds hold it while they reserve a handle, so a programming
     start (exclusive) either waits for them or is seen by them.
     """
+    if session.get_bind().dialect.name == "sqlite":
+        # NOTE(cyborg_lite): the transaction began IMMEDIATE, holding the
+        # database's one write lock: the row it read is already current.
+        row = session.get(_D, deployable_id)
+        if row is not None:
+            return row
     return session.execute(
         sa.select(_D).where(_D.id == deployable_id)
         .with_for_update(read=True)

@@ -45,11 +45,10 @@ def serialize(arq, handle=None):
             "links": common.link("accelerator_requests", arq.uuid)}
 
 
-def _serialize_all(db, arqs):
-    bound = [a.id for a in arqs if a.state == states.BOUND]
-    handles = (db.run(lambda s: db_api.arq_handles(s, bound)) if bound
-               else {})
-    return [serialize(arq, handles.get(arq.id)) for arq in arqs]
+def _with_handles(session, arqs):
+    """``(arqs, {arq id: (handle, deployable)})`` of the bound ones."""
+    return arqs, db_api.arq_handles(
+        session, [a.id for a in arqs if a.state == states.BOUND])
 
 
 def _authorize(action):
@@ -81,15 +80,17 @@ def list_arqs():
         raise exception.InvalidParameter(
             name="bind_state",
             reason=f"only 'resolved' is supported, got {bind_state!r}")
-    arqs = db_api.arq_list(svc.db, project_id=scope, instance_uuid=instance,
-                           limit=limit, marker=marker)
+    arqs, handles = svc.db.read(lambda s: _with_handles(s, db_api.arq_list(
+        s, project_id=scope, instance_uuid=instance, limit=limit,
+        marker=marker)))
     if bind_state:
         pending = [a.uuid for a in arqs if a.state not in states.RESOLVED]
         if instance is not None and pending:
             raise exception.Locked(instance=instance,
                                    pending=", ".join(pending))
         arqs = [a for a in arqs if a.state in states.RESOLVED]
-    return flask.jsonify({"arqs": _serialize_all(svc.db, arqs)})
+    return flask.jsonify({"arqs": [serialize(a, handles.get(a.id))
+                                   for a in arqs]})
 
 
 def show(arq_uuid):
@@ -98,8 +99,9 @@ def show(arq_uuid):
     common.query(())
     if not db_api.is_uuid_like(arq_uuid):
         raise exception.ARQNotFound(uuids=arq_uuid)
-    arq = db_api.arq_get(svc.db, binding.canonical_uuid(arq_uuid), scope)
-    return flask.jsonify(_serialize_all(svc.db, [arq])[0])
+    (arq,), handles = svc.db.read(lambda s: _with_handles(s, [
+        db_api.arq_get(s, binding.canonical_uuid(arq_uuid), scope)]))
+    return flask.jsonify(serialize(arq, handles.get(arq.id)))
 
 
 def create():

@@ -44,7 +44,7 @@ def serialize(deployable, attributes):
 
 
 def _serialize_all(db, deployables):
-    attrs = db.run(lambda s: db_api.attributes_of(
+    attrs = db.read(lambda s: db_api.attributes_of(
         s, [d.id for d in deployables]))
     return [serialize(d, attrs.get(d.id, [])) for d in deployables]
 

@@ -156,6 +156,72 @@ def test_concurrent_binds_never_share_a_handle(db):
     assert set(holders) == {r.id for r in rows if r.state == "Bound"}
 
 
+def test_identical_binds_racing_bind_once(db):
+    """Nova retrying a PATCH while the first is still running: every copy
+    of the same bind succeeds, the ARQ holds one handle; a racer for
+    another instance is refused."""
+    arq = _profile_and_arqs(db, 1)[0]
+    target = {"hostname": "compute-1.example.org",
+              "device_rp_uuid": FPGA_REGION0_RP,
+              "instance_uuid": str(uuid.uuid4())}
+    outcomes = []
+    lock = threading.Lock()
+    start = threading.Barrier(7)
+
+    def bind(fields):
+        start.wait(10)
+        try:
+            binding.bind(db, {arq.uuid: dict(fields)}, notify=False)
+            result = "ok"
+        except exception.ARQBadState:
+            result = "refused"
+        with lock:
+            outcomes.append((fields["instance_uuid"], result))
+
+    other = dict(target, instance_uuid=str(uuid.uuid4()))
+    threads = [threading.Thread(target=bind, args=(target,))
+               for _ in range(6)]
+    threads.append(threading.Thread(target=bind, args=(other,)))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    row = db_api.arq_get(db, arq.uuid)
+    assert row.state == states.BOUND
+    assert row.instance_uuid in (target["instance_uuid"],
+                                 other["instance_uuid"])
+    winner = row.instance_uuid
+    assert sorted(outcomes) == sorted(
+        (instance, "ok" if instance == winner else "refused")
+        for instance, _ in outcomes)
+    with db.transaction() as session:
+        holders = session.execute(
+            sa.select(models.AttachHandle.arq_id).where(
+                models.AttachHandle.in_use.is_(True))).scalars().all()
+    assert holders == [arq.id]
+
+
+def test_reads_do_not_wait_for_a_writer(db):
+    """GETs keep answering while a write transaction holds the lock (on
+    sqlite a write takes the whole database)."""
+    arq = _profile_and_arqs(db, 1)[0]
+    read = {}
+    with db.transaction() as session:
+        states.move(session, session.get(models.ARQ, arq.id),
+                    states.BIND_STARTED)
+        session.flush()
+
+        def reader():
+            read["arq"] = db_api.arq_get(db, arq.uuid)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "the read waited for the writer"
+    assert read["arq"].state == states.INITIAL  # the committed state
+    assert db_api.arq_get(db, arq.uuid).state == states.BIND_STARTED
+
+
 def test_inventory_keeps_handle_in_use_until_unbound(db):
     arq = _profile_and_arqs(db, 1)[0]
     binding.bind(db, {arq.uuid: {"hostname": "h",
