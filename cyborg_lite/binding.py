@@ -27,7 +27,6 @@ resolves it in the background (:mod:`cyborg_lite.programming`).
 import logging
 import uuid as uuidlib
 
-
 from cyborg_lite import arq_states as states
 from cyborg_lite.db import api as db_api
 from cyborg_lite import exception
