@@ -14,8 +14,10 @@
 """ARQ cycle benchmark: create -> bind -> get-resolved, as Nova does it.
 
 Starts its own cyborg_lite under gunicorn (``--db sqlite|mariadb|postgresql``)
-with a Nova stand-in receiving the bound events, then runs ``--cycles``
-cycles for each ``--concurrency`` level. Each cycle is one new instance:
+with a Nova stand-in receiving the bound events (in its own process, as Nova
+is, so it does not compete with the measuring client for the interpreter
+lock), then runs ``--cycles`` cycles for each ``--concurrency`` level.
+Each cycle is one new instance:
 
 1. ``POST /v2/accelerator_requests`` (one ARQ),
 2. ``PATCH /v2/accelerator_requests`` in Nova's body form, service role,
@@ -53,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from tests.fixtures import cyborg_server  # noqa: E402
-from tests.fixtures.nova_standin import NovaStandin  # noqa: E402
+from tests.fixtures.nova_standin import NovaStandinProcess  # noqa: E402
 
 STEPS = ("create", "bind", "get_resolved", "cycle")
 WARMUP = 10
@@ -221,7 +223,8 @@ def main(argv=None):
     document = cyborg_server.make_inventory(handles_per_region=(handles,))
     region = document["devices"][0]["regions"][0]
     with contextlib.ExitStack() as stack:
-        nova = None if args.no_nova else stack.enter_context(NovaStandin())
+        nova = None if args.no_nova else stack.enter_context(
+            NovaStandinProcess())
         db_url = stack.enter_context(database(args.db))
         workdir = stack.enter_context(
             tempfile.TemporaryDirectory(prefix="arq-bench-"))
