@@ -169,7 +169,8 @@ class ARQ(_Timestamps, Base):
     #: Nova event bookkeeping: NULL (none due), ``pending``, ``sending``,
     #: ``sent`` or ``failed``; claimed with a conditional update so two
     #: API workers never both send an ARQ's event.
-    notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
+    notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16),
+                                                             index=True)
 
 
 class FunctionPool(_Timestamps, Base):
