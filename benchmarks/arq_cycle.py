@@ -209,6 +209,10 @@ def main(argv=None):
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8],
                         help="client threads; one run per value")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="repeat each concurrency level this many "
+                             "times; prints each run's median cycle and "
+                             "the figures of all runs pooled")
     parser.add_argument("--workers", type=int, default=4,
                         help="gunicorn worker processes")
     parser.add_argument("--worker-class", default="sync",
@@ -219,7 +223,7 @@ def main(argv=None):
                         help="run standalone: no Nova stand-in, no events")
     args = parser.parse_args(argv)
 
-    handles = WARMUP + args.cycles * len(args.concurrency)
+    handles = WARMUP + args.cycles * len(args.concurrency) * args.runs
     document = cyborg_server.make_inventory(handles_per_region=(handles,))
     region = document["devices"][0]["regions"][0]
     with contextlib.ExitStack() as stack:
@@ -251,11 +255,23 @@ def main(argv=None):
         print(f"load average before the runs: "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for concurrency in args.concurrency:
-            cpu_before = server_cpu_seconds(server.process.pid)
-            results, wall = cycler.run(args.cycles, concurrency)
-            cpu_after = server_cpu_seconds(server.process.pid)
-            report(f"{args.db}, concurrency {concurrency}", results, wall,
-                   None if cpu_before is None else cpu_after - cpu_before)
+            results, wall, cpu = [], 0.0, 0.0
+            for run in range(args.runs):
+                cpu_before = server_cpu_seconds(server.process.pid)
+                run_results, run_wall = cycler.run(args.cycles, concurrency)
+                cpu_after = server_cpu_seconds(server.process.pid)
+                results += run_results
+                wall += run_wall
+                cpu = None if cpu_before is None else (
+                    cpu + cpu_after - cpu_before)
+                if args.runs > 1:
+                    print(f"  run {run + 1}: median cycle "
+                          f"{statistics.median(r['cycle'] for r in run_results):.2f}"
+                          f" ms, {len(run_results) / run_wall:.1f} cycles/s"
+                          f" (load {os.getloadavg()[0]:.2f})")
+            runs = f", {args.runs} runs pooled" if args.runs > 1 else ""
+            report(f"{args.db}, concurrency {concurrency}{runs}", results,
+                   wall, cpu)
         if nova:
             events = nova.settle(quiet=0.5, timeout=60)
             print(f"\nNova stand-in received {len(events)} events "
