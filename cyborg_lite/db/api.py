@@ -172,25 +172,24 @@ class Database:
                 delay = min(delay * 2, 0.5)
 
 
-def transactional(func):
-    """Make ``func(session, ...)`` callable as ``func(db, ...)`` too."""
+def _with_database(func, read_only):
     @functools.wraps(func)
     def wrapper(handle, *args, **kwargs):
         if isinstance(handle, Database):
-            return handle.run(func, *args, **kwargs)
+            return handle._run(read_only, func, args, kwargs)
         return func(handle, *args, **kwargs)
     return wrapper
+
+
+def transactional(func):
+    """Make ``func(session, ...)`` callable as ``func(db, ...)`` too."""
+    return _with_database(func, read_only=False)
 
 
 def reader(func):
     """:func:`transactional` for a ``func`` that only reads: called with a
     :class:`Database` it runs in a read-only transaction."""
-    @functools.wraps(func)
-    def wrapper(handle, *args, **kwargs):
-        if isinstance(handle, Database):
-            return handle.read(func, *args, **kwargs)
-        return func(handle, *args, **kwargs)
-    return wrapper
+    return _with_database(func, read_only=True)
 
 
 def new_uuid():
