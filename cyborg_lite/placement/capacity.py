@@ -50,11 +50,11 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
 
     :param client: an :class:`ironic_accel.placement.client.Client`.
     :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
-    :raises CapacityError: after ``retries`` generation conflicts.
+    :raises CapacityError: after ``retries + 1`` generation conflicts.
     :raises ironic_accel.placement.client.PlacementError: any other
         refusal.
     """
-    for attempt in range(retries + 1):
+    def write():
         try:
             generation, inventories = client.inventories(rp_uuid)
         except placement_client.PlacementError as exc:
@@ -74,20 +74,18 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
             LOG.warning("Provider %s: %d %s allocated but %d attach "
                         "handle(s) found; total kept at %d", rp_uuid, used,
                         resource_class, count, used)
-        try:
-            client.set_inventories(rp_uuid, generation,
-                                   dict(inventories, **{resource_class: want}))
-            LOG.info("Provider %s: %s total %s -> %s (attach handles "
-                     "discovered in-band)", rp_uuid, resource_class,
-                     record.get("total"), want["total"])
-            return UPDATED
-        except placement_client.PlacementError as exc:
-            if not exc.is_conflict:
-                raise
-            LOG.info("Provider %s changed while its capacity was written "
-                     "(attempt %d); re-reading", rp_uuid, attempt + 1)
-    raise CapacityError(f"provider {rp_uuid} kept changing: gave up after "
-                        f"{retries + 1} attempts")
+        client.set_inventories(rp_uuid, generation,
+                               dict(inventories, **{resource_class: want}))
+        LOG.info("Provider %s: %s total %s -> %s (attach handles "
+                 "discovered in-band)", rp_uuid, resource_class,
+                 record.get("total"), want["total"])
+        return UPDATED
+
+    return client.retry_on_conflict(
+        write, retries, rp_uuid, "its capacity was written",
+        gave_up=lambda conflict: CapacityError(
+            f"provider {rp_uuid} kept changing: gave up after "
+            f"{retries + 1} attempts"))
 
 
 def offer_handles(client, document, regions):

@@ -59,22 +59,42 @@ class RegionProviders:
             return self._client
 
     def _retrying(self, rp_uuid, what, func):
-        for attempt in range(self.retries + 1):
-            try:
-                return func()
-            except placement_client.PlacementError as error:
-                if error.status == 404:
-                    LOG.warning("Resource provider %s is not in Placement; "
-                                "not %s", rp_uuid, what)
-                    return None
-                if not error.is_conflict or attempt == self.retries:
-                    raise
-                LOG.debug("Generation conflict %s %s, retrying", what,
-                          rp_uuid)
+        """``func()`` retried after generation conflicts; None when the
+        provider is not in Placement.
 
-    def reserve(self, rp_uuid, reserve=True):
+        :raises ironic_accel.placement.client.PlacementError: the last
+            conflict once ``retries`` retries met one too, or any other
+            refusal.
+        """
+        try:
+            return self.client().retry_on_conflict(
+                func, self.retries, rp_uuid, what,
+                gave_up=lambda conflict: conflict)
+        except placement_client.PlacementError as error:
+            if error.status != 404:
+                raise
+            LOG.warning("Resource provider %s is not in Placement; not %s",
+                        rp_uuid, what)
+            return None
+
+    @staticmethod
+    def _moved_on(rp_uuid, still_wanted):
+        if still_wanted is None or still_wanted():
+            return False
+        LOG.debug("Resource provider %s not written: its region moved on",
+                  rp_uuid)
+        return True
+
+    def reserve(self, rp_uuid, reserve=True, still_wanted=None):
         """Set ``reserved = total`` (or 0) on every class of the provider,
-        so no new allocation lands there while it is programmed."""
+        so no new allocation lands there while it is programmed.
+
+        :param still_wanted: asked after reading the provider, right before
+            writing it; when it answers False nothing is written (see
+            :meth:`set_function_trait`).
+        :returns: the provider's generation, or None when nothing was
+            written because it is not in Placement or not ``still_wanted``.
+        """
         if not self.enabled:
             return None
         client = self.client()
@@ -88,18 +108,29 @@ class RegionProviders:
                 wanted[rc] = inv
             if wanted == inventories:
                 return generation
+            if self._moved_on(rp_uuid, still_wanted):
+                return None
             return client.set_inventories(rp_uuid, generation, wanted)
 
         return self._retrying(rp_uuid, "reserving" if reserve
                               else "restoring", _apply)
 
-    def restore(self, rp_uuid):
+    def restore(self, rp_uuid, still_wanted=None):
         """Set ``reserved = 0`` again after programming."""
-        return self.reserve(rp_uuid, reserve=False)
+        return self.reserve(rp_uuid, reserve=False,
+                            still_wanted=still_wanted)
 
-    def set_function_trait(self, rp_uuid, trait):
+    def set_function_trait(self, rp_uuid, trait, still_wanted=None):
         """Replace the provider's function traits with ``trait`` (or with
-        nothing when ``trait`` is None), keeping every other trait."""
+        nothing when ``trait`` is None), keeping every other trait.
+
+        :param still_wanted: asked after reading the provider, right before
+            writing it; when it answers False nothing is written. A writer
+            that acts after ``still_wanted`` answered True changes the
+            provider's generation, so this write, checked against the
+            generation read before asking, cannot land over its work.
+        :returns: as :meth:`reserve`.
+        """
         if not self.enabled:
             return None
         client = self.client()
@@ -112,6 +143,8 @@ class RegionProviders:
                 wanted.add(trait)
             if wanted == traits:
                 return generation
+            if self._moved_on(rp_uuid, still_wanted):
+                return None
             return client.set_traits(rp_uuid, generation, wanted)
 
         return self._retrying(rp_uuid, "setting the function trait", _apply)

@@ -54,6 +54,11 @@ from ironic_accel import inventory
 
 LOG = logging.getLogger(__name__)
 
+#: How the ``last_error`` of a ``ready`` region starts when the Placement
+#: update after its programming failed (:func:`.reconciler.retry_placement`
+#: retries it).
+PLACEMENT_FAILED = "Placement:"
+
 
 @dataclasses.dataclass(frozen=True)
 class Region:
@@ -430,17 +435,28 @@ class Programmer:
         self.notify(failed)
         return Outcome(ok=False, error=message, arqs=failed)
 
-    def _placement_after(self, job, trait, restore):
+    def _placement_after(self, job, trait, restore, still_wanted=None):
+        """Set the function trait of the job's regions and, with
+        ``restore`` (and the device enabled), ``reserved = 0`` again.
+
+        :param still_wanted: see
+            :meth:`~.placement.RegionProviders.set_function_trait`.
+        :returns: None when no write failed, else the failures as a
+            ``last_error`` text starting with
+            :data:`PLACEMENT_FAILED` (the reconciler retries those).
+        """
         problems = []
         for region in job.regions:
             try:
-                self.providers.set_function_trait(region.rp_uuid, trait)
+                self.providers.set_function_trait(
+                    region.rp_uuid, trait, still_wanted=still_wanted)
                 if restore and job.device_enabled:
-                    self.providers.restore(region.rp_uuid)
+                    self.providers.restore(region.rp_uuid,
+                                           still_wanted=still_wanted)
             except Exception as error:
                 LOG.error("Placement update of %s failed: %s",
                           region.rp_uuid, error)
-                problems.append(f"Placement: {error}")
+                problems.append(f"{PLACEMENT_FAILED} {error}")
         return "; ".join(problems) or None
 
     # -- leases and the periodic reconciler ----------------------------------

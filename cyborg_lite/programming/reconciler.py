@@ -27,7 +27,12 @@ any number of workers may run it at once:
 3. a region in ``error`` is read again: when its agent reads it healthy
    (after an agent restart or a reset on the host) it is ``ready`` again
    with the function read back; else its ``last_error`` is refreshed;
-4. function pools are filled (:mod:`cyborg_lite.pools`).
+4. a ``ready`` region whose Placement update failed after its function was
+   confirmed (its ``last_error`` starts with
+   :data:`~.programmer.PLACEMENT_FAILED`) gets that update again: its
+   function trait, and ``reserved = 0``; ``last_error`` is cleared once
+   Placement is right;
+5. function pools are filled (:mod:`cyborg_lite.pools`).
 """
 
 import datetime
@@ -180,17 +185,96 @@ def recheck_errors(programmer):
         if not programmer.db.run(regions.recover, deployable_id,
                                  function_id):
             continue
-        trait = (inventory.function_trait(job.vendor, function_id)
-                 if function_id else None)
-        programmer._placement_after(job, trait, restore=True)
+        error = _update_placement(programmer, deployable_id, function_id,
+                                  job)
+        if error:
+            programmer.db.run(_note_placement, deployable_id, function_id,
+                              None, error)
         LOG.info("Region %s recovered from error: the agent reads %r",
                  region.uuid, function_id)
         summary["recovered"].append(region.uuid)
     return summary
 
 
+def _still_ready(db, deployable_id, function_id):
+    """A check that a region still is ``ready`` with ``function_id``, asked
+    right before each Placement write made on its behalf here."""
+    def check():
+        row = db.read(lambda session: session.get(models.Deployable,
+                                                  deployable_id))
+        return (row is not None and row.state == regions.READY
+                and not row.retired and row.function_id == function_id)
+    return check
+
+
+def _update_placement(programmer, deployable_id, function_id, job):
+    """Function trait and ``reserved = 0`` of a ``ready`` region.
+
+    Nothing is written once the region moved on (a new programming run
+    took it, ...): the run that moved it writes its provider.
+
+    :returns: None, or the failure as ``last_error`` text.
+    """
+    trait = (inventory.function_trait(job.vendor, function_id)
+             if function_id else None)
+    return programmer._placement_after(
+        job, trait, restore=True,
+        still_wanted=_still_ready(programmer.db, deployable_id, function_id))
+
+
+def _note_placement(session, deployable_id, function_id, seen, error):
+    """Record a Placement update's outcome (``error`` or None) on a region
+    still ``ready`` with ``function_id`` and ``last_error == seen``.
+
+    :returns: True when the row was still so.
+    """
+    return session.execute(
+        sa.update(models.Deployable).where(
+            models.Deployable.id == deployable_id,
+            models.Deployable.state == regions.READY,
+            models.Deployable.function_id.is_not_distinct_from(function_id),
+            models.Deployable.last_error.is_not_distinct_from(seen))
+        .values(last_error=error)
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
+def _placement_failures(session):
+    """``(id, function_id, last_error, job)`` of the ``ready`` regions
+    whose latest Placement update failed."""
+    rows = session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.state == regions.READY,
+            models.Deployable.retired.is_(False),
+            models.Deployable.last_error.startswith(
+                programmer_mod.PLACEMENT_FAILED))
+        .order_by(models.Deployable.id)).scalars()
+    return [(d.id, d.function_id, d.last_error, _job_for(session, d))
+            for d in rows]
+
+
+def retry_placement(programmer):
+    """Step 4. :returns: {"placement_fixed": [...],
+    "placement_failing": [...]}."""
+    summary = {"placement_fixed": [], "placement_failing": []}
+    for deployable_id, function_id, seen, job in programmer.db.read(
+            _placement_failures):
+        region = job.regions[0]
+        error = _update_placement(programmer, deployable_id, function_id,
+                                  job)
+        if not programmer.db.run(_note_placement, deployable_id,
+                                 function_id, seen, error):
+            continue  # NOTE(cyborg_lite): moved on, see _update_placement.
+        if error:
+            summary["placement_failing"].append(region.uuid)
+            continue
+        LOG.info("Region %s: Placement updated after an earlier failure "
+                 "(it runs %r)", region.uuid, function_id)
+        summary["placement_fixed"].append(region.uuid)
+    return summary
+
+
 def reconcile(programmer, pools=True, wait=False):
-    """One reconciler pass (steps 1-4 of the module doc).
+    """One reconciler pass (steps 1-5 of the module doc).
 
     :param wait: wait for the pool programming runs it starts.
     :returns: a summary dict (for the manage command and the log).
@@ -198,6 +282,7 @@ def reconcile(programmer, pools=True, wait=False):
     summary = settle_stale(programmer)
     summary["failed_arqs"] = fail_orphans(programmer)
     summary.update(recheck_errors(programmer))
+    summary.update(retry_placement(programmer))
     if pools and programmer.conf.pools.fill:
         from cyborg_lite.pools import policy as pool_policy
         summary["pools"] = pool_policy.fill(programmer, wait=wait)

@@ -17,7 +17,9 @@ project needs (``reserved`` needs 1.26, re-parenting 1.37, reshaper 1.30,
 the 409 error codes 1.23), so every call goes through the proxy's raw
 ``get/put/post/delete`` at :data:`MICROVERSION`. The client counts its calls
 (``reads``/``writes``) so callers and tests can prove a no-change report
-writes nothing.
+writes nothing. :meth:`Client.retry_on_conflict` is the one "read, change,
+write with the generation read, again after a 409
+``placement.concurrent_update``" loop every writer of providers uses.
 """
 
 import collections
@@ -30,6 +32,10 @@ MICROVERSION = "1.39"
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
 INVENTORY_IN_USE = "placement.inventory.inuse"
+
+#: What a :meth:`Client.retry_on_conflict` attempt returns to be called
+#: again without having written (its reads saw different generations).
+REREAD = object()
 
 
 class PlacementError(Exception):
@@ -67,6 +73,8 @@ class Client:
         self.conn = conn
         self.conf = None
         self.calls = collections.Counter()
+        #: Generation conflicts met by :meth:`retry_on_conflict`.
+        self.conflicts = 0
         #: ``(method, url)`` of the latest writes, oldest first (bounded: a
         #: conductor keeps its client for its whole life).
         self.write_log = collections.deque(maxlen=1000)
@@ -109,6 +117,41 @@ class Client:
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
+
+    def retry_on_conflict(self, func, retries, rp_uuid, what, gave_up):
+        """Call ``func()`` until it returns, again after each generation
+        conflict.
+
+        ``func`` reads what it changes and writes it with the generation it
+        read, so each call starts from what Placement has now. It returns
+        :data:`REREAD` when its reads disagree (the provider changed between
+        them); that uses up an attempt as a conflict does.
+
+        :param func: one attempt; its result is returned.
+        :param retries: calls after the first one.
+        :param rp_uuid: the provider written, for the log.
+        :param what: what is done to it, for the log ("Provider <uuid>
+            changed while <what>").
+        :param gave_up: called with the last conflict (a
+            :class:`PlacementError`, or None when only re-reads happened)
+            after ``retries + 1`` attempts; returns the exception to raise.
+        :raises PlacementError: any refusal other than a conflict, at once.
+        """
+        conflict = None
+        for attempt in range(1, retries + 2):
+            try:
+                outcome = func()
+            except PlacementError as error:
+                if not error.is_conflict:
+                    raise
+                conflict = error
+                self.conflicts += 1
+                LOG.info("Provider %s changed while %s (attempt %d of %d)",
+                         rp_uuid, what, attempt, retries + 1)
+                continue
+            if outcome is not REREAD:
+                return outcome
+        raise gave_up(conflict)
 
     # Providers
 

@@ -99,6 +99,7 @@ def report(client, document, retries=4):
     :returns: a :class:`Result`.
     """
     reads, writes = client.reads, client.writes
+    conflicts = client.conflicts
     desired = tree_mod.desired_tree(document)
     result = Result(host=desired.host)
     root = client.provider_by_name(desired.host)
@@ -114,11 +115,11 @@ def report(client, document, retries=4):
             created = _create(client, provider, root["uuid"])
             if created is not None:
                 result.created.append(provider.uuid)
-                _sync(client, provider, created, retries, result, fresh=True)
+                _sync(client, provider, created, retries, fresh=True)
                 continue
             rp = client.provider(provider.uuid)
         changed, rp = _place(client, provider, rp, root["uuid"])
-        if _sync(client, provider, rp, retries, result) or changed:
+        if _sync(client, provider, rp, retries) or changed:
             result.updated.append(provider.uuid)
         else:
             result.unchanged.append(provider.uuid)
@@ -136,10 +137,11 @@ def report(client, document, retries=4):
             client.remember(rp["uuid"], generation, None, traits)
         if "OWNER_CYBORG" not in traits:
             continue  # NOTE(accel): not ours (Nova vGPU, Neutron, ...).
-        _vanished(client, rp, traits, retries, result)
+        _vanished(client, rp, retries, result)
 
     result.reads = client.reads - reads
     result.writes = client.writes - writes
+    result.conflicts = client.conflicts - conflicts
     LOG.debug("Placement report for %s: %s", desired.host, result)
     return result
 
@@ -187,7 +189,7 @@ def _place(client, provider, rp, parent_uuid):
                                         parent_uuid)
 
 
-def _sync(client, provider, rp, retries, result, fresh=False):
+def _sync(client, provider, rp, retries, fresh=False):
     """Inventory and traits of one provider; True when anything was written.
 
     A provider just created is known to be empty; one whose generation
@@ -195,49 +197,46 @@ def _sync(client, provider, rp, retries, result, fresh=False):
     compared without reading it again.
     """
     wrote = False
-    generation = rp["generation"]
     known = (({}, set()) if fresh
-             else client.snapshot(provider.uuid, generation))
+             else client.snapshot(provider.uuid, rp["generation"]))
     if known is not None and known[0] is None:
         known = None  # NOTE(accel): only its traits were seen.
-    for attempt in range(retries + 1):
+
+    def write():
+        nonlocal known, wrote
         if known is not None:
+            generation = rp["generation"]
             current_inv, current_traits = known
             known = None
         else:
             generation, current_inv = client.inventories(provider.uuid)
             generation_t, current_traits = client.traits(provider.uuid)
             if generation_t != generation:
-                continue  # NOTE(accel): changed between the two reads.
+                return placement_client.REREAD
         revive = tree_mod.RETIRED_TRAIT in current_traits
         want_inv = tree_mod.merge_inventory(current_inv, provider, revive)
         want_traits = tree_mod.merge_traits(current_traits, provider)
-        try:
-            if not tree_mod.inventory_equal(current_inv, want_inv):
-                client.ensure_resource_class(provider.resource_class)
-                generation = client.set_inventories(
-                    provider.uuid, generation, want_inv)
-                current_inv = want_inv
-                wrote = True
-            if want_traits != current_traits:
-                generation = client.set_traits(
-                    provider.uuid, generation, want_traits)
-                wrote = True
-            client.remember(provider.uuid, generation, current_inv,
-                            want_traits)
-            return wrote
-        except placement_client.PlacementError as exc:
-            if not exc.is_conflict:
-                raise
-            result.conflicts += 1
-            LOG.info("Provider %s changed while being written (attempt "
-                     "%d); re-reading", provider.uuid, attempt + 1)
-    raise ReportError(
-        f"provider {provider.uuid} ({provider.name}) kept changing under "
-        f"the reporter: gave up after {retries + 1} attempts")
+        if not tree_mod.inventory_equal(current_inv, want_inv):
+            client.ensure_resource_class(provider.resource_class)
+            generation = client.set_inventories(
+                provider.uuid, generation, want_inv)
+            current_inv = want_inv
+            wrote = True
+        if want_traits != current_traits:
+            generation = client.set_traits(
+                provider.uuid, generation, want_traits)
+            wrote = True
+        client.remember(provider.uuid, generation, current_inv, want_traits)
+        return wrote
+
+    return client.retry_on_conflict(
+        write, retries, provider.uuid, "being reported",
+        gave_up=lambda conflict: ReportError(
+            f"provider {provider.uuid} ({provider.name}) kept changing "
+            f"under the reporter: gave up after {retries + 1} attempts"))
 
 
-def _vanished(client, rp, traits, retries, result):
+def _vanished(client, rp, retries, result):
     """A device left the document: delete its provider, or retire it."""
     rp_uuid = rp["uuid"]
     allocations = client.allocations(rp_uuid)
@@ -252,35 +251,35 @@ def _vanished(client, rp, traits, retries, result):
             if exc.status != 409:
                 raise
             allocations = client.allocations(rp_uuid)
-    for attempt in range(retries + 1):
+
+    def retire():
+        """Reserve it all and mark it retired; True when written."""
         generation, inventories = client.inventories(rp_uuid)
         generation_t, traits = client.traits(rp_uuid)
         if generation_t != generation:
-            continue
+            return placement_client.REREAD
         want_inv = {rc: dict(record, reserved=record["total"])
                     for rc, record in inventories.items()}
         want_traits = traits | {tree_mod.RETIRED_TRAIT}
         if want_inv == inventories and want_traits == traits:
-            return
+            return False
         LOG.warning(
             "Provider %s (%s): its device vanished from the inventory but "
             "consumers %s still hold allocations on it; keeping it with "
             "reserved = total until they are gone (allocations are never "
             "deleted by the reporter)", rp_uuid, rp["name"],
             ", ".join(sorted(allocations)))
-        try:
-            if want_inv != inventories:
-                generation = client.set_inventories(
-                    rp_uuid, generation, want_inv)
-            if want_traits != traits:
-                client.set_traits(rp_uuid, generation, want_traits)
-            result.retired.append(rp_uuid)
-            return
-        except placement_client.PlacementError as exc:
-            if not exc.is_conflict:
-                raise
-            result.conflicts += 1
-    raise ReportError(f"provider {rp_uuid} kept changing while retiring it")
+        if want_inv != inventories:
+            generation = client.set_inventories(rp_uuid, generation, want_inv)
+        if want_traits != traits:
+            client.set_traits(rp_uuid, generation, want_traits)
+        return True
+
+    if client.retry_on_conflict(
+            retire, retries, rp_uuid, "being retired",
+            gave_up=lambda conflict: ReportError(
+                f"provider {rp_uuid} kept changing while retiring it")):
+        result.retired.append(rp_uuid)
 
 
 def _ironic_conf():

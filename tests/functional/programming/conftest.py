@@ -22,6 +22,7 @@ from cyborg_lite import inventory_sync
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import cyborg_server_factory  # noqa: F401
 from tests.fixtures.cyborg_server import make_inventory
+from tests.fixtures.databases import db_url  # noqa: F401
 from tests.fixtures.nova_standin import nova_standin  # noqa: F401
 from tests.fixtures.placement import placement_server  # noqa: F401
 from tests.fixtures.rabbitmq import rabbitmq_url  # noqa: F401
@@ -32,7 +33,8 @@ class EmbeddedApi:
     """cyborg_lite as one process would run it by default: the API, its
     programmer and the agent (sim driver) on the in-process transport."""
 
-    def __init__(self, tmp_path, nova, document=None, **overrides):
+    def __init__(self, tmp_path, nova, document=None, db_url=None,
+                 **overrides):
         self.document = document or make_inventory(
             handles_per_region=(2, 2))
         self.host = self.document["host"]
@@ -59,7 +61,8 @@ class EmbeddedApi:
         options.update(overrides)
         self.conf = make_conf(tmp_path, **options)
         self.conf.set_override(
-            "connection", f"sqlite:///{tmp_path}/{uuid.uuid4().hex}.sqlite",
+            "connection",
+            db_url or f"sqlite:///{tmp_path}/{uuid.uuid4().hex}.sqlite",
             group="database")
         self.db = db_api.Database.from_conf(self.conf)
         self.db.sync()
@@ -93,11 +96,11 @@ def embedded_factory(tmp_path, nova_standin):  # noqa: F811
     """Build :class:`EmbeddedApi` instances; each stopped after the test."""
     made = []
 
-    def factory(document=None, nova=True, **overrides):
+    def factory(document=None, nova=True, db_url=None, **overrides):
         directory = tmp_path / f"api{len(made)}"
         directory.mkdir()
         api = EmbeddedApi(directory, nova_standin if nova else None,
-                          document=document, **overrides)
+                          document=document, db_url=db_url, **overrides)
         made.append(api)
         return api
 

@@ -1,0 +1,153 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A Placement outage right after the agent confirmed a function: the bind
+succeeds, and the reconciler brings the provider right once Placement is
+back, with a real Placement and the embedded agent."""
+
+import contextlib
+
+import openstack
+import pytest
+
+from cyborg_lite.programming import programmer as programmer_mod
+from cyborg_lite.programming import reconciler
+from ironic_accel.embedded import common
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
+from tests.fixtures import placement as placement_fixture
+from tests.functional.programming import env
+
+NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
+
+
+@contextlib.contextmanager
+def _placement_unreachable(api):
+    """Point the programmer's Placement client at a port nobody listens
+    on, and back at the real Placement when the block ends."""
+    client = api.programmer.providers.client()
+    live = client.conn
+    client.conn = openstack.connect(
+        auth_type="admin_token",
+        auth={"token": "admin",
+              "endpoint": f"http://127.0.0.1:{common.free_port()}"})
+    try:
+        yield
+    finally:
+        client.conn.close()
+        client.conn = live
+
+
+def _function_traits(client, rp_uuid):
+    return {t for t in client.traits(rp_uuid)[1]
+            if t.startswith("CUSTOM_FPGA_FUNCTION_ID_")}
+
+
+@pytest.fixture
+def reported(db_url, embedded_factory, placement_server):
+    """An embedded API (on each database backend) using the real
+    Placement, its regions reported there, and a client to look at
+    them."""
+    api = embedded_factory(db_url=db_url,
+                           **{"agent.sim_program_seconds": 1.0})
+    placement_fixture.apply_client_conf(api.conf, "placement",
+                                        placement_server.url)
+    conn = placement_server.connection()
+    placement_fixture.create_compute_node(conn, name=api.host)
+    client = placement_client.Client(conn)
+    reporter.report(client, api.document)
+    yield api, client
+    conn.close()
+
+
+def _bind_while_placement_fails(api, client):
+    """Bind a function that needs programming; Placement goes away once
+    the region is reserved, before the agent confirms the function."""
+    rp = api.rps[0]
+    arqs = api.client.arqs(api.client.profile("nlb0"))
+    assert api.bind(arqs)[0] == 202
+    env.wait_for(lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
+                 what="reserved = total while programming")
+    with _placement_unreachable(api):
+        assert api.client.wait_resolved(arqs[0])["state"] == "Bound"
+    return arqs[0]
+
+
+def test_reconciler_retries_placement_update_after_programming(reported):
+    api, client = reported
+    rp = api.rps[0]
+
+    _bind_while_placement_fails(api, client)
+
+    # The function is confirmed and bound; Placement still shows the run.
+    region = api.region()
+    assert (region.state, region.function_id) == ("ready", "nlb0")
+    assert region.last_error.startswith(programmer_mod.PLACEMENT_FAILED)
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
+    assert _function_traits(client, rp) == set()
+
+    # A pass while Placement is still down keeps the failure recorded.
+    with _placement_unreachable(api):
+        summary = reconciler.reconcile(api.programmer, pools=False)
+    assert summary["placement_failing"] == [region.uuid]
+    assert api.region().state == "ready"
+    assert api.region().last_error.startswith(
+        programmer_mod.PLACEMENT_FAILED)
+
+    summary = reconciler.reconcile(api.programmer, pools=False)
+
+    assert summary["placement_fixed"] == [region.uuid]
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 0
+    traits = client.traits(rp)[1]
+    assert NLB0 in traits
+    assert "CUSTOM_FPGA_INTEL" in traits  # the reporter's stay
+    region = api.region()
+    assert (region.state, region.function_id, region.last_error) == (
+        "ready", "nlb0", None)
+    # Placement is right now: the next pass has nothing to retry.
+    providers = api.programmer.providers.client()
+    writes = providers.writes
+    again = reconciler.reconcile(api.programmer, pools=False)
+    assert again["placement_fixed"] == again["placement_failing"] == []
+    assert providers.writes == writes
+
+
+def test_retry_leaves_a_region_a_new_run_took(reported):
+    api, client = reported
+    rp = api.rps[0]
+    arq = _bind_while_placement_fails(api, client)
+    # A reconciler pass loads the region, then an operator reprograms it
+    # (the simulated card takes 3 s) before the pass writes anything.
+    (deployable_id, function_id, seen, job), = api.db.read(
+        reconciler._placement_failures)
+    assert api.client.unbind([arq])[0] == 202
+    api.conf.set_override("sim_program_seconds", 3, group="agent")
+    new_run = api.programmer.prepare(api.region().uuid, function_id="nlb3")
+    (running,) = api.programmer.launch([new_run])
+    assert api.region().state == "programming"
+
+    error = reconciler._update_placement(api.programmer, deployable_id,
+                                         function_id, job)
+    recorded = api.db.run(reconciler._note_placement, deployable_id,
+                          function_id, seen, error)
+
+    assert (error, recorded) == (None, False)
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
+    assert _function_traits(client, rp) == set()
+    # A whole pass leaves it alone too, and the run ends as it should.
+    summary = reconciler.reconcile(api.programmer, pools=False)
+    assert summary["placement_fixed"] == summary["placement_failing"] == []
+    assert running.result(30).ok
+    assert _function_traits(client, rp) == {
+        "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB3"}
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 0
+    assert api.region().last_error is None
