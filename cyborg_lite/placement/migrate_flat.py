@@ -37,7 +37,6 @@ import collections
 import dataclasses
 
 from ironic_accel import inventory
-from ironic_accel.placement import client as placement_client
 from ironic_accel.placement import reporter
 from ironic_accel.placement import tree as tree_mod
 
@@ -284,20 +283,18 @@ def _reshape(client, result):
 
 def _remove_flat_traits(client, result, retries=4):
     root_uuid = result.root["uuid"]
-    for _attempt in range(retries + 1):
+
+    def _apply():
         generation, traits = client.traits(root_uuid)
         keep = {t for t in traits if not _is_flat_trait(t)}
-        if keep == traits:
-            return
-        try:
+        if keep != traits:
             client.set_traits(root_uuid, generation, keep)
-            return
-        except placement_client.PlacementError as exc:
-            if not exc.is_conflict:
-                raise
-    raise reporter.ReportError(
-        f"{result.host}: the compute node kept changing while removing "
-        "the flat traits; run again")
+
+    client.retry_on_conflict(
+        _apply, retries, root_uuid, "removing the flat traits",
+        gave_up=lambda conflict: reporter.ReportError(
+            f"{result.host}: the compute node kept changing while removing "
+            "the flat traits; run again"))
 
 
 def apply(client, result):
