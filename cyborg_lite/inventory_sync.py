@@ -21,15 +21,26 @@ An attach handle in use is never removed under a bound ARQ: it (and its
 deployable and device) is marked ``retired`` and keeps working until the
 ARQ is unbound; the next sync then removes it. Applying the same document
 twice changes nothing.
+
+A region's ``function_id`` in the document is what the BMC last reported;
+the function cyborg_lite loads in-band (a bind or a pool) is its own. The
+document's value is taken when a region is first imported and afterwards
+only when it differs from what the document reported before (see
+:func:`_sync_function`).
 """
 
 import collections
+import logging
 
 import sqlalchemy as sa
+from sqlalchemy.orm import attributes
 
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
+from cyborg_lite.programming import regions
 from ironic_accel import inventory
+
+LOG = logging.getLogger(__name__)
 
 
 def _set(row, values):
@@ -156,6 +167,52 @@ def _sync_attributes(session, deployable, region):
                                      value=value))
 
 
+def _sync_function(session, deployable, region):
+    """Take the document's ``function_id`` for an existing region only when
+    it is news.
+
+    A BMC rarely learns of an in-band (partial) reconfiguration, so the
+    document keeps reporting the function it saw last. A reported value
+    that differs from the one remembered at the previous sync means the
+    function was changed out of band (e.g. a whole-card image loaded by
+    Ironic): it becomes the region's function, and the ``bitstream_id``
+    cyborg_lite loaded before no longer runs. The same value again leaves
+    the region's function alone; so does ``null`` (nothing reported). A
+    region in ``programming`` belongs to its programmer: its function is
+    not touched, but the report is remembered, so that it cannot later
+    pass for news over the function the programming loads.
+
+    :returns: True when the row changed.
+    """
+    reported = region.get("function_id")
+    if reported is None or reported == deployable.reported_function_id:
+        return False
+    deployable.reported_function_id = reported
+    if (deployable.function_id == reported
+            or deployable.state == regions.PROGRAMMING):
+        return True
+    running = deployable.function_id
+    # NOTE(cyborg_lite): conditional on what was read, so a programming
+    # that started or finished since then keeps the region (it is newer
+    # than the document, which was read before this transaction).
+    took = session.execute(
+        sa.update(models.Deployable)
+        .where(models.Deployable.id == deployable.id,
+               models.Deployable.state != regions.PROGRAMMING,
+               models.Deployable.function_id.is_not_distinct_from(running))
+        .values(function_id=reported, bitstream_id=None,
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount == 1
+    if took:
+        for key, value in (("function_id", reported),
+                           ("bitstream_id", None)):
+            attributes.set_committed_value(deployable, key, value)
+        LOG.info("Region %s: the inventory document reports function %r "
+                 "(was %r): loaded out of band, taken", deployable.uuid,
+                 reported, running)
+    return True
+
+
 def _sync_device(session, host, doc_device, device, summary):
     values = {"type": doc_device["type"],
               "vendor": doc_device["vendor_id"],
@@ -190,20 +247,19 @@ def _sync_device(session, host, doc_device, device, summary):
                   "rp_uuid": region["rp_uuid"],
                   "resource_class": region["resource_class"],
                   "retired": False}
-        if region.get("function_id") is not None:
-            values["function_id"] = region["function_id"]
         if dep is None:
-            dep = models.Deployable(uuid=db_api.new_uuid(),
-                                    device_id=device.id,
-                                    region_id=region["id"],
-                                    num_accelerators=0, state="ready",
-                                    **values)
+            dep = models.Deployable(
+                uuid=db_api.new_uuid(), device_id=device.id,
+                region_id=region["id"], num_accelerators=0,
+                state=regions.READY, function_id=region.get("function_id"),
+                reported_function_id=region.get("function_id"), **values)
             session.add(dep)
             session.flush()
             summary.add("deployables", "created")
             dep_changed = None
         else:
             dep_changed = _set(dep, values)
+            dep_changed = _sync_function(session, dep, region) or dep_changed
         count = _sync_handles(session, dep, region.get("attach_handles"),
                               summary)
         resized = _set(dep, {"num_accelerators": max(count, 1)})

@@ -93,6 +93,11 @@ class Deployable(_Timestamps, Base):
     driver_name: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
     bitstream_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(36))
     function_id: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+    #: the last non-null ``function_id`` the inventory document reported
+    #: (what the BMC saw); the sync takes the document's value only when it
+    #: differs from this one.
+    reported_function_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
     #: ``ready``, ``programming`` or ``error`` (DESIGN §4).
     state: orm.Mapped[str] = orm.mapped_column(sa.String(16),
                                                default="ready", index=True)
