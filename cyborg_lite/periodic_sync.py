@@ -18,18 +18,25 @@ configured, the API applies the Ironic nodes' inventory documents to the
 database: the same pass as ``cyborg-lite-manage inventory sync``
 (:func:`cyborg_lite.placement.manage.sync_from_ironic`). Several API
 workers share one database; a lease row in it (``periodic_leases``) lets
-one worker at a time run the passes. The holder renews it each interval
-and while a pass runs; when the holder dies, the lease expires and another
-worker takes over. A failed pass (Ironic or an agent down) is logged and
+one pass at a time run, an API worker's or the command's: a pass takes the
+lease, renews it while it runs and releases it when done. A worker starts
+a pass only when the last pass, whoever ran it, ended an interval ago or
+more, so the workers together run about one pass per interval. When a
+worker dies during a pass, its lease expires and another worker takes over
+an interval later. A failed pass (Ironic or an agent down) is logged and
 tried again next interval.
 """
 
+import contextlib
+import datetime
 import logging
 import os
 import threading
+import time
 import uuid as uuidlib
 
 from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
 from ironic_accel import clients
 
 LOG = logging.getLogger(__name__)
@@ -38,6 +45,8 @@ LOG = logging.getLogger(__name__)
 LEASE_NAME = "inventory-sync"
 #: seconds a lease outlives the interval, for a worker slow to wake up.
 LEASE_MARGIN = 30
+#: seconds between two tries of :meth:`InventorySync.wait_for`.
+WAIT_POLL = 0.5
 
 
 def enabled(conf):
@@ -52,15 +61,18 @@ class InventorySync:
     :param conf: the API's ConfigOpts.
     :param db: the :class:`~cyborg_lite.db.api.Database`.
     :param programmer: the :class:`~cyborg_lite.programming.programmer.
-        Programmer`, which reaches the host agents.
-    :param owner: this process's name in the lease; unique by default.
+        Programmer`, which reaches the host agents (None when only the
+        lease is used, as by ``inventory sync``).
+    :param owner: this process's name in the lease (at most 64
+        characters); unique by default.
     """
 
     def __init__(self, conf, db, programmer, owner=None):
         self.conf = conf
         self.db = db
         self.programmer = programmer
-        self.owner = owner or f"{os.getpid()}-{uuidlib.uuid4().hex}"
+        self.owner = owner or (f"api-worker-{os.getpid()}-"
+                               f"{uuidlib.uuid4().hex[:16]}")
 
     @property
     def lease_seconds(self):
@@ -76,27 +88,80 @@ class InventorySync:
         """Give the lease up so another worker takes over at once."""
         db_api.periodic_lease_release(self.db, LEASE_NAME, self.owner)
 
-    def run_once(self):
-        """One pass if this process holds (or gets) the lease.
+    def holder(self):
+        """``(owner, expires_at)`` of the lease (naive UTC), or None."""
+        return db_api.periodic_lease_get(self.db, LEASE_NAME)
 
-        :returns: the sync result, or None when another worker holds the
-            lease.
+    def due(self):
+        """True when no pass ran (or runs) within the last interval.
+
+        A released lease expired when its pass ended, so its expiry says
+        when the last pass ended.
         """
-        from cyborg_lite.placement import manage
+        holder = self.holder()
+        if holder is None:
+            return True
+        rested = models.utcnow() - datetime.timedelta(
+            seconds=self.conf.inventory.sync_interval)
+        return holder[1] <= rested
 
-        if not self.acquire():
-            LOG.debug("Inventory sync: another API worker holds the lease")
-            return None
+    def wait_for(self, seconds, waiting=None):
+        """Take the lease, waiting up to ``seconds`` for the pass holding it.
+
+        :param waiting: called with ``(owner, expires_at)`` each time a new
+            holder makes this wait.
+        :returns: True when this owner holds the lease now, else False.
+        """
+        deadline = time.monotonic() + seconds
+        told = None
+        while not self.acquire():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            holder = self.holder()
+            if waiting is not None and holder and holder[0] != told:
+                told = holder[0]
+                waiting(*holder)
+            time.sleep(min(WAIT_POLL, remaining))
+        return True
+
+    @contextlib.contextmanager
+    def holding(self):
+        """Renew the (taken) lease while the body runs; release it after,
+        also when the body fails."""
         done = threading.Event()
         keeper = threading.Thread(target=self._renew_until, args=(done,),
                                   name="inventory-sync-lease", daemon=True)
         keeper.start()
         try:
-            result = manage.sync_from_ironic(self.conf, self.db,
-                                             self.programmer)
+            yield
         finally:
             done.set()
             keeper.join()
+            try:
+                self.release()
+            except Exception:
+                LOG.exception("Inventory sync: releasing the lease failed; "
+                              "it expires by itself within %s s",
+                              self.lease_seconds)
+
+    def run_once(self):
+        """One pass, when it is due and no other pass holds the lease.
+
+        :returns: the sync result, or None when no pass ran.
+        """
+        from cyborg_lite.placement import manage
+
+        if not self.due():
+            LOG.debug("Inventory sync: a pass ran less than an interval ago "
+                      "or runs now")
+            return None
+        if not self.acquire():
+            LOG.debug("Inventory sync: another pass holds the lease")
+            return None
+        with self.holding():
+            result = manage.sync_from_ironic(self.conf, self.db,
+                                             self.programmer)
         LOG.info("Inventory sync: %d document(s) applied, %d node(s) "
                  "skipped", len(result["applied"]), len(result["skipped"]))
         if manage.sync_problems(result):
@@ -120,7 +185,7 @@ class InventorySync:
 
     def loop(self, stop):
         """Run a pass at start and every interval until ``stop`` is set;
-        never raises. Gives the lease up on the way out."""
+        never raises. Each pass gives the lease up when it ends."""
         interval = self.conf.inventory.sync_interval
         while not stop.is_set():
             try:
@@ -130,7 +195,3 @@ class InventorySync:
                               "%s s", interval)
             if stop.wait(interval):
                 break
-        try:
-            self.release()
-        except Exception:
-            LOG.exception("Inventory sync: releasing the lease failed")

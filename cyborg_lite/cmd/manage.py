@@ -13,21 +13,28 @@
 
 """``cyborg-lite-manage``: administrative commands.
 
-``db sync``, ``inventory import --host HOST FILE``, ``inventory sync``. Other modules add command
-groups (e.g. ``placement``, ``pools``) by providing a module named in
-``EXTENSIONS`` with ``add_commands(subparsers)``: each parser it adds sets
+``db sync``, ``inventory import --host HOST FILE``, ``inventory sync [--host
+HOST] [--wait SECONDS]``. Other modules add command groups (e.g.
+``placement``, ``pools``) by providing a module named in ``EXTENSIONS``
+with ``add_commands(subparsers)``: each parser it adds sets
 ``func=callable(conf, args) -> exit code`` through ``set_defaults``.
 """
 
+import argparse
 import importlib
 import json
+import math
+import os
+import socket
 import sys
 
 from oslo_config import cfg
 
 from cyborg_lite.db import api as db_api
 from cyborg_lite import inventory_sync
+from cyborg_lite import periodic_sync
 from cyborg_lite import service
+from ironic_accel import clients
 from ironic_accel import inventory
 
 #: modules that may add command groups; missing ones are skipped.
@@ -69,10 +76,64 @@ def inventory_import(conf, args):
     return 0
 
 
+#: exit code of ``inventory sync`` when another pass kept the lease.
+LEASE_BUSY = 3
+
+
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds (0 or more)")
+    return value
+
+
+def _lease_owner():
+    """Who holds the lease in ``periodic_leases``: this command's pid."""
+    owner = (f"cyborg-lite-manage inventory sync pid {os.getpid()} on "
+             f"{socket.gethostname()}")
+    return owner[:64]
+
+
+def _holder_text(owner, expires_at):
+    return f"{owner} (until {expires_at:%Y-%m-%d %H:%M:%S} UTC)"
+
+
 def inventory_sync_from_ironic(conf, args):
-    """Read the nodes' documents from Ironic and apply them."""
+    """Read the nodes' documents from Ironic and apply them.
+
+    Holds the periodic sync's lease (:mod:`cyborg_lite.periodic_sync`)
+    while it runs, so no API worker's pass overlaps it; waits up to
+    ``--wait`` seconds for a pass that holds it, else fails with
+    :data:`LEASE_BUSY` having changed nothing.
+    """
     from cyborg_lite.placement import manage as placement_manage
-    return placement_manage.sync_ironic_command(conf, args)
+    if not clients.is_configured(conf, "ironic"):
+        return placement_manage.sync_ironic_command(conf, args)
+    db = db_api.Database.from_conf(conf)
+    lease = periodic_sync.InventorySync(conf, db, programmer=None,
+                                        owner=_lease_owner())
+
+    def waiting(owner, expires_at):
+        print(f"Waiting up to {args.wait:g} s for the inventory sync lease, "
+              f"held by {_holder_text(owner, expires_at)}", file=sys.stderr)
+
+    try:
+        if not lease.wait_for(args.wait, waiting=waiting):
+            holder = lease.holder()
+            held_by = _holder_text(*holder) if holder else "another pass"
+            print(f"Gave up after {args.wait:g} s: the inventory sync lease "
+                  f"is held by {held_by}. Nothing was changed; run the "
+                  f"command again later or with a longer --wait.",
+                  file=sys.stderr)
+            return LEASE_BUSY
+        with lease.holding():
+            return placement_manage.sync_ironic_command(conf, args)
+    finally:
+        db.dispose()
 
 
 def _add_core_commands(subparsers):
@@ -91,6 +152,11 @@ def _add_core_commands(subparsers):
     syn = sub.add_parser("sync", help="apply the inventory documents of the "
                                       "Ironic nodes ([ironic]) to the database")
     syn.add_argument("--host", help="only this host")
+    syn.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
+                     help="how long to wait for an inventory sync pass "
+                          "already running (an API worker's periodic one) "
+                          "before giving up with exit code "
+                          f"{LEASE_BUSY} (default: 60)")
     syn.set_defaults(func=inventory_sync_from_ironic)
 
 
