@@ -39,6 +39,7 @@ from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
 from cyborg_lite.programming import regions
 from ironic_accel import inventory
+from ironic_accel.placement import tree
 
 LOG = logging.getLogger(__name__)
 
@@ -62,6 +63,9 @@ def _deployable_name(host, device, region):
 class _Summary:
     def __init__(self):
         self.counts = collections.defaultdict(collections.Counter)
+        #: regions whose function the document changed (out of band):
+        #: [{"rp_uuid", "function_id", "trait"}], for Placement.
+        self.functions_taken = []
 
     def add(self, kind, what):
         self.counts[kind][what] += 1
@@ -73,6 +77,7 @@ class _Summary:
             result[kind] = {k: counter[k] for k in
                             ("created", "updated", "unchanged", "retired",
                              "deleted")}
+        result["functions_taken"] = self.functions_taken
         result["changed"] = any(
             counter[k] for counter in self.counts.values()
             for k in ("created", "updated", "retired", "deleted"))
@@ -182,15 +187,16 @@ def _sync_function(session, deployable, region):
     not touched, but the report is remembered, so that it cannot later
     pass for news over the function the programming loads.
 
-    :returns: True when the row changed.
+    :returns: ``(changed, taken)``: whether the row changed, and whether
+        its function is now the reported one because of this report.
     """
     reported = region.get("function_id")
     if reported is None or reported == deployable.reported_function_id:
-        return False
+        return False, False
     deployable.reported_function_id = reported
     if (deployable.function_id == reported
             or deployable.state == regions.PROGRAMMING):
-        return True
+        return True, False
     running = deployable.function_id
     # NOTE(cyborg_lite): conditional on what was read, so a programming
     # that started or finished since then keeps the region (it is newer
@@ -210,7 +216,7 @@ def _sync_function(session, deployable, region):
         LOG.info("Region %s: the inventory document reports function %r "
                  "(was %r): loaded out of band, taken", deployable.uuid,
                  reported, running)
-    return True
+    return True, took
 
 
 def _sync_device(session, host, doc_device, device, summary):
@@ -259,7 +265,13 @@ def _sync_device(session, host, doc_device, device, summary):
             dep_changed = None
         else:
             dep_changed = _set(dep, values)
-            dep_changed = _sync_function(session, dep, region) or dep_changed
+            function_changed, taken = _sync_function(session, dep, region)
+            dep_changed = function_changed or dep_changed
+            if taken:
+                summary.functions_taken.append({
+                    "rp_uuid": dep.rp_uuid, "function_id": dep.function_id,
+                    "trait": inventory.function_trait(
+                        tree.vendor_name(doc_device), dep.function_id)})
         count = _sync_handles(session, dep, region.get("attach_handles"),
                               summary)
         resized = _set(dep, {"num_accelerators": max(count, 1)})
@@ -317,7 +329,9 @@ def apply_document(db, document):
     :raises ironic_accel.inventory.InvalidInventory: naming the bad field;
         nothing is changed.
     :returns: a summary: per kind (devices, deployables, attach_handles)
-        the counts created/updated/unchanged/retired/deleted, and
+        the counts created/updated/unchanged/retired/deleted,
+        ``functions_taken`` (the regions whose function the document
+        changed, with their function trait, for Placement) and
         ``changed``.
     """
     inventory.validate(document)

@@ -24,9 +24,16 @@ without attach handles from the host agents' in-band discovery.
 import dataclasses
 import logging
 
+import sqlalchemy as sa
+
+from cyborg_lite.db import models
 from cyborg_lite import handle_discovery
 from cyborg_lite.placement import capacity
+from cyborg_lite.programming import placement as prog_placement
+from cyborg_lite.programming import programmer
+from cyborg_lite.programming import regions
 from ironic_accel import inventory
+from ironic_accel.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 
@@ -123,6 +130,38 @@ def missing_providers(placement, document):
     return sorted(wanted - present)
 
 
+def _note_placement_failure(session, rp_uuid, function_id, error):
+    session.execute(
+        sa.update(models.Deployable).where(
+            models.Deployable.rp_uuid == rp_uuid,
+            models.Deployable.state == regions.READY,
+            models.Deployable.function_id == function_id)
+        .values(last_error=error)
+        .execution_options(synchronize_session=False))
+
+
+def write_function_traits(db, placement, taken):
+    """Give the regions whose function a document changed out of band
+    (``functions_taken`` of an applied summary) their function trait.
+
+    The reporter adds a document's function trait only to a provider that
+    has none, so once cyborg_lite has programmed a region the trait would
+    keep naming its old function. A failed write is left in the region's
+    ``last_error`` for the reconciler to retry
+    (:func:`cyborg_lite.programming.reconciler.retry_placement`).
+    """
+    providers = prog_placement.RegionProviders(None, client=placement)
+    for region in taken:
+        try:
+            providers.set_function_trait(region["rp_uuid"], region["trait"])
+        except placement_client.PlacementError as error:
+            LOG.error("Function trait %s of %s not written: %s",
+                      region["trait"], region["rp_uuid"], error)
+            db.run(_note_placement_failure, region["rp_uuid"],
+                   region["function_id"],
+                   f"{programmer.PLACEMENT_FAILED} {error}")
+
+
 def sync(db, conn, host=None, apply_document=None, placement=None,
          agent_api=None, agent_host=None, offer_capacity=False):
     """Apply every selected node document to the database.
@@ -135,7 +174,8 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
     :param placement: a Placement client; when given, the region providers
         not reported yet are listed (the documents are applied anyway: a
         bind to such a region waits for the reporter, the scheduler cannot
-        pick it before).
+        pick it before), and regions whose function a document changed get
+        their function trait (:func:`write_function_traits`).
     :param agent_api: a :class:`cyborg_lite.agent.rpcapi.AgentAPI`; when
         given, the regions a document lists without attach handles get
         the handles the host's agent discovers in-band
@@ -161,7 +201,10 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
             document, report = handle_discovery.fill_handles(
                 document, agent_api, agent_host=server)
             handle_reports[document["host"]] = report
-        applied.append(apply_document(db, document))
+        summary = apply_document(db, document)
+        applied.append(summary)
+        if placement is not None and summary.get("functions_taken"):
+            write_function_traits(db, placement, summary["functions_taken"])
         if offer_capacity and placement is not None and \
                 agent_api is not None and report["filled"]:
             report["capacity"] = capacity.offer_handles(
