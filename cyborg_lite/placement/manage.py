@@ -24,6 +24,9 @@ with the attach handles the host agents discover where a document has none.
 import json
 import sys
 
+from keystoneauth1 import exceptions as ks_exceptions
+from openstack import exceptions as openstack_exceptions
+
 from ironic_accel import clients
 from ironic_accel import inventory
 from ironic_accel.placement import client as placement_client
@@ -154,9 +157,10 @@ def sync_ironic_command(conf, args):
     """``inventory sync``; returns the exit code.
 
     Prints the result as JSON, and one line per host on stderr saying
-    where its attach handles came from. 0 done, 1 a node was skipped or a
+    where its attach handles came from. 0 done, 1 a node was skipped, a
     host's agent could not be asked (its known handles are kept; run the
-    command again once the agent is back), 2 bad configuration.
+    command again once the agent is back) or Ironic/Placement failed, 2
+    bad configuration.
     """
     from cyborg_lite.db import api as db_api
     from cyborg_lite.programming import programmer as programmer_mod
@@ -167,6 +171,15 @@ def sync_ironic_command(conf, args):
     programmer = programmer_mod.Programmer(conf, db)
     try:
         result = sync_from_ironic(conf, db, programmer, host=args.host)
+    except (ks_exceptions.ClientException,
+            openstack_exceptions.SDKException) as error:
+        # NOTE(cyborg_lite): each document is applied in its own
+        # transaction, so what was applied before the failure stays; a
+        # rerun finishes the job.
+        print(f"Inventory sync failed: Ironic or Placement did not answer "
+              f"as expected: {error}. Documents applied before it are "
+              f"kept; run the command again.", file=sys.stderr)
+        return 1
     finally:
         programmer.stop()
         db.dispose()
