@@ -19,7 +19,6 @@ unreachable."""
 import json
 import logging
 import threading
-import time
 import uuid
 
 from keystoneauth1 import loading as ks_loading
@@ -29,6 +28,7 @@ from cyborg_lite.db import api as db_api
 from cyborg_lite import periodic_sync
 from ironic_accel.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
+from tests.fixtures import polling
 from tests.functional.placement import test_sync_handles as sync_helpers
 
 
@@ -56,16 +56,6 @@ def _app(tmp_path, ironic_url, host, document):
     return cyborg_fixtures.Cyborg(conf, db, app_mod.create_app(conf, db=db))
 
 
-def _wait(predicate, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    return predicate()
-
-
 def _sync_threads():
     return [t for t in threading.enumerate() if t.name == "inventory-sync"]
 
@@ -79,7 +69,8 @@ def test_app_picks_up_node_devices_without_command(
             h["pci_address"] for h in region["attach_handles"])
             for device in document["devices"]
             for region in device["regions"]}
-        handles = _wait(lambda: sync_helpers._handles(cyborg.db, host))
+        handles = polling.wait_for(
+            lambda: sync_helpers._handles(cyborg.db, host))
         # every region, with the handles only the agent knew (the
         # document in Ironic has none)
         assert handles == expected
@@ -102,10 +93,10 @@ def test_unreachable_ironic_is_logged_and_retried(tmp_path, caplog):
     caplog.set_level(logging.ERROR, logger="cyborg_lite.periodic_sync")
     cyborg = _app(tmp_path, dead_url, host, document)
     try:
-        failures = _wait(lambda: len(
+        polling.wait_for(lambda: len(
             [r for r in caplog.records
-             if "Inventory sync pass failed" in r.getMessage()]) >= 2)
-        assert failures
+             if "Inventory sync pass failed" in r.getMessage()]) >= 2,
+            what="two failed sync passes in the log")
         assert _sync_threads() and _sync_threads()[0].is_alive()
     finally:
         sync_helpers._close(cyborg)

@@ -164,12 +164,3 @@ def sim_region(state_dir, pci_address, region_id="0"):
     return next(r for r in device["regions"] if r["id"] == region_id)
 
 
-def wait_for(predicate, timeout=30, interval=0.05, what="condition"):
-    """Poll ``predicate`` until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(interval)

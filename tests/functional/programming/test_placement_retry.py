@@ -25,7 +25,7 @@ from ironic_accel.embedded import common
 from ironic_accel.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures import placement as placement_fixture
-from tests.functional.programming import env
+from tests.fixtures import polling
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
 
@@ -75,7 +75,7 @@ def _bind_while_placement_fails(api, client):
     rp = api.rps[0]
     arqs = api.client.arqs(api.client.profile("nlb0"))
     assert api.bind(arqs)[0] == 202
-    env.wait_for(lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
+    polling.wait_for(lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
                  what="reserved = total while programming")
     with _placement_unreachable(api):
         assert api.client.wait_resolved(arqs[0])["state"] == "Bound"

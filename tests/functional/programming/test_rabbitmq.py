@@ -33,6 +33,7 @@ from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures.cyborg_server import mariadb_database
 from tests.fixtures import nova_standin as nova_standin_mod
 from tests.fixtures import placement as placement_fixture
+from tests.fixtures import polling
 from tests.fixtures import rabbitmq
 from tests.functional.programming import env
 
@@ -200,7 +201,7 @@ def test_agent_killed_mid_programming_then_reconciled(stack):
     instance = str(uuid.uuid4())
 
     assert client.bind([arq], rp, instance, host.name)[0] == 202
-    env.wait_for(lambda: host.sim(2)["state"] == "programming",
+    polling.wait_for(lambda: host.sim(2)["state"] == "programming",
                  interval=0.02, what="the agent to start programming")
     host.process.kill()
     started = time.monotonic()
@@ -222,7 +223,7 @@ def test_agent_killed_mid_programming_then_reconciled(stack):
         # periodic reconciler records its reading and keeps the region
         # out of use until an operator resets it.
         host.start()
-        region = env.wait_for(
+        region = polling.wait_for(
             lambda: (lambda r: r if "interrupted" in (r.last_error or "")
                      else None)(env.region_row(db, rp)),
             what="the reconciler to read the restarted agent")

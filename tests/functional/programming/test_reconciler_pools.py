@@ -26,6 +26,7 @@ from ironic_accel.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures import placement as placement_fixture
+from tests.fixtures import polling
 from tests.fixtures import rabbitmq
 from tests.functional.programming import env
 
@@ -190,7 +191,7 @@ def test_placement_reserved_while_programming_and_trait_after(
 
     api.bind(arqs)
 
-    reserved = env.wait_for(
+    reserved = polling.wait_for(
         lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
         what="reserved = total while programming")
     assert reserved and api.region().state == "programming"

@@ -24,17 +24,11 @@ import pytest
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.agent import exception
+from tests.fixtures import polling
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 
 FPGA = "0000:5e:00.0"
 REGION0 = base.Region(FPGA, "0")
-
-
-def _wait_for(predicate, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 def test_discover_mirrors_the_example_inventory_by_default(sim_conf):
@@ -97,8 +91,8 @@ def test_reading_during_programming_says_programming_not_a_function(
                               args=(REGION0, "/i/new.gbs", "new"))
     worker.start()
     try:
-        _wait_for(lambda: driver.current_function(REGION0)["state"]
-                  == "programming")
+        polling.wait_for(lambda: driver.current_function(REGION0)["state"]
+                         == "programming", timeout=5, interval=0.01)
         assert driver.current_function(REGION0)["function_id"] is None
     finally:
         worker.join()
