@@ -78,7 +78,6 @@ class Job:
     host: str
     pci_address: str
     vendor: str
-    device_enabled: bool
     function_id: str = None
     bitstream_id: str = None
     reset: bool = False
@@ -262,7 +261,6 @@ class Programmer:
                             for d in unit],
                    host=device.hostname, pci_address=device.pci_address,
                    vendor=vendor_fragment(device),
-                   device_enabled=device.status == "enabled",
                    function_id=function_id, bitstream_id=bitstream_id,
                    reset=reset)
 
@@ -435,9 +433,19 @@ class Programmer:
         self.notify(failed)
         return Outcome(ok=False, error=message, arqs=failed)
 
+    def _device_enabled(self, job):
+        """Is the device of ``job``'s regions enabled now?"""
+        status = self.db.read(lambda session: session.execute(
+            sa.select(models.Device.status)
+            .join(models.Deployable,
+                  models.Deployable.device_id == models.Device.id)
+            .where(models.Deployable.id == job.regions[0].id)
+        ).scalar_one_or_none())
+        return status == "enabled"
+
     def _placement_after(self, job, trait, restore, still_wanted=None):
         """Set the function trait of the job's regions and, with
-        ``restore`` (and the device enabled), ``reserved = 0`` again.
+        ``restore`` (and the device enabled now), ``reserved = 0`` again.
 
         :param still_wanted: see
             :meth:`~.placement.RegionProviders.set_function_trait`.
@@ -446,11 +454,15 @@ class Programmer:
             :data:`PLACEMENT_FAILED` (the reconciler retries those).
         """
         problems = []
+        # NOTE(cyborg_lite): the device may have been disabled (reserved =
+        # total by maintenance.set_status) or enabled while the run went
+        # on; its status now decides, not the one the run started with.
+        enabled = restore and self._device_enabled(job)
         for region in job.regions:
             try:
                 self.providers.set_function_trait(
                     region.rp_uuid, trait, still_wanted=still_wanted)
-                if restore and job.device_enabled:
+                if enabled:
                     self.providers.restore(region.rp_uuid,
                                            still_wanted=still_wanted)
             except Exception as error:

@@ -60,7 +60,6 @@ def _job_for(session, deployable):
                                        deployable.rp_uuid)],
         host=device.hostname, pci_address=device.pci_address,
         vendor=programmer_mod.vendor_fragment(device),
-        device_enabled=device.status == "enabled",
         function_id=deployable.target_function_id,
         bitstream_id=deployable.target_bitstream_id)
 

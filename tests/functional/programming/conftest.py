@@ -19,11 +19,14 @@ import pytest
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite import inventory_sync
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import cyborg_server_factory  # noqa: F401
 from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures.databases import db_url  # noqa: F401
 from tests.fixtures.nova_standin import nova_standin  # noqa: F401
+from tests.fixtures import placement as placement_fixture
 from tests.fixtures.placement import placement_server  # noqa: F401
 from tests.fixtures.rabbitmq import rabbitmq_url  # noqa: F401
 from tests.functional.programming import env
@@ -114,3 +117,20 @@ def embedded(embedded_factory):
     """One :class:`EmbeddedApi` with a dynamic FPGA of 2 regions x 2
     handles, reporting to the Nova stand-in."""
     return embedded_factory()
+
+
+@pytest.fixture
+def reported(db_url, embedded_factory, placement_server):
+    """An embedded API (on each database backend) using the real
+    Placement, its regions reported there, and a client to look at
+    them."""
+    api = embedded_factory(db_url=db_url,
+                           **{"agent.sim_program_seconds": 1.0})
+    placement_fixture.apply_client_conf(api.conf, "placement",
+                                        placement_server.url)
+    conn = placement_server.connection()
+    placement_fixture.create_compute_node(conn, name=api.host)
+    client = placement_client.Client(conn)
+    reporter.report(client, api.document)
+    yield api, client
+    conn.close()

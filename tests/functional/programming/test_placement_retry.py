@@ -17,14 +17,10 @@ back, with a real Placement and the embedded agent."""
 import contextlib
 
 import openstack
-import pytest
 
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
 from ironic_accel.embedded import common
-from ironic_accel.placement import client as placement_client
-from ironic_accel.placement import reporter
-from tests.fixtures import placement as placement_fixture
 from tests.fixtures import polling
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
@@ -50,23 +46,6 @@ def _placement_unreachable(api):
 def _function_traits(client, rp_uuid):
     return {t for t in client.traits(rp_uuid)[1]
             if t.startswith("CUSTOM_FPGA_FUNCTION_ID_")}
-
-
-@pytest.fixture
-def reported(db_url, embedded_factory, placement_server):
-    """An embedded API (on each database backend) using the real
-    Placement, its regions reported there, and a client to look at
-    them."""
-    api = embedded_factory(db_url=db_url,
-                           **{"agent.sim_program_seconds": 1.0})
-    placement_fixture.apply_client_conf(api.conf, "placement",
-                                        placement_server.url)
-    conn = placement_server.connection()
-    placement_fixture.create_compute_node(conn, name=api.host)
-    client = placement_client.Client(conn)
-    reporter.report(client, api.document)
-    yield api, client
-    conn.close()
 
 
 def _bind_while_placement_fails(api, client):
