@@ -10,7 +10,19 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import pytest
+
+from cyborg_lite.db import api as db_api
 from tests.fixtures.cyborg import cyborg  # noqa: F401
 from tests.fixtures.cyborg import cyborg_server  # noqa: F401
 from tests.fixtures.databases import db_url  # noqa: F401
 from tests.fixtures.nova_standin import nova_standin  # noqa: F401
+
+
+@pytest.fixture
+def db(db_url):  # noqa: F811
+    """An empty database at the newest schema, on each backend."""
+    database = db_api.Database(db_url)
+    database.sync()
+    yield database
+    database.dispose()

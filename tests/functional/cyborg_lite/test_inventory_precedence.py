@@ -20,7 +20,6 @@ synced again and again, never undoes an in-band programming, and a region
 being programmed belongs to its programmer.
 """
 
-import pytest
 
 from cyborg_lite import binding
 from cyborg_lite.db import api as db_api
@@ -36,14 +35,6 @@ IN_BAND = "f0000000-0000-4000-8000-000000000003"
 #: a whole-card image Ironic's program_accelerator step loads later.
 WHOLE_CARD = "f0000000-0000-4000-8000-000000000002"
 OWNER = "api-worker-test"
-
-
-@pytest.fixture
-def db(db_url):
-    database = db_api.Database(db_url)
-    database.sync()
-    yield database
-    database.dispose()
 
 
 def _document(function_id):

@@ -41,14 +41,6 @@ LEASE = periodic_sync.LEASE_NAME
 WORKER = "api-worker-4242-0123456789abcdef"
 
 
-@pytest.fixture
-def db(db_url):
-    database = db_api.Database(db_url)
-    database.sync()
-    yield database
-    database.dispose()
-
-
 def _config_file(tmp_path, db, ironic_url, host="unused.example.org",
                  document=None):
     """A config file: ``db``, ``[ironic]`` at ``ironic_url``, the sim agent

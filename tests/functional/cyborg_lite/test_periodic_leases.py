@@ -20,19 +20,10 @@ import datetime
 import threading
 import uuid
 
-import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
-
-
-@pytest.fixture
-def db(db_url):
-    database = db_api.Database(db_url)
-    database.sync()
-    yield database
-    database.dispose()
 
 
 def _name():

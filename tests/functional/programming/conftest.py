@@ -19,14 +19,11 @@ import pytest
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite import inventory_sync
-from ironic_accel.placement import client as placement_client
-from ironic_accel.placement import reporter
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import cyborg_server_factory  # noqa: F401
 from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures.databases import db_url  # noqa: F401
 from tests.fixtures.nova_standin import nova_standin  # noqa: F401
-from tests.fixtures import placement as placement_fixture
 from tests.fixtures.placement import placement_server  # noqa: F401
 from tests.fixtures.rabbitmq import rabbitmq_url  # noqa: F401
 from tests.functional.programming import env
@@ -126,11 +123,6 @@ def reported(db_url, embedded_factory, placement_server):
     them."""
     api = embedded_factory(db_url=db_url,
                            **{"agent.sim_program_seconds": 1.0})
-    placement_fixture.apply_client_conf(api.conf, "placement",
-                                        placement_server.url)
     conn = placement_server.connection()
-    placement_fixture.create_compute_node(conn, name=api.host)
-    client = placement_client.Client(conn)
-    reporter.report(client, api.document)
-    yield api, client
+    yield api, env.report_to_placement(api, placement_server, conn)
     conn.close()

@@ -20,6 +20,9 @@ import uuid
 import requests
 
 from cyborg_lite.agent.drivers import sim
+from ironic_accel.placement import client as placement_client
+from ironic_accel.placement import reporter
+from tests.fixtures import placement as placement_fixture
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 
 #: Nova acting for a user (user token + service token), and an admin.
@@ -164,3 +167,15 @@ def sim_region(state_dir, pci_address, region_id="0"):
     return next(r for r in device["regions"] if r["id"] == region_id)
 
 
+def report_to_placement(api, placement_server, conn):
+    """Point ``api`` at the real Placement, give its host a compute node
+    there and report its document as the conductor would.
+
+    :returns: a :class:`ironic_accel.placement.client.Client` on ``conn``.
+    """
+    placement_fixture.apply_client_conf(api.conf, "placement",
+                                        placement_server.url)
+    placement_fixture.create_compute_node(conn, name=api.host)
+    client = placement_client.Client(conn)
+    reporter.report(client, api.document)
+    return client

@@ -22,10 +22,7 @@ from cyborg_lite.pools import manage as pools_manage
 from cyborg_lite.pools import policy
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
-from ironic_accel.placement import client as placement_client
-from ironic_accel.placement import reporter
 from tests.fixtures.cyborg_server import make_inventory
-from tests.fixtures import placement as placement_fixture
 from tests.fixtures import polling
 from tests.fixtures import rabbitmq
 from tests.functional.programming import env
@@ -180,12 +177,8 @@ def test_pool_fill_does_not_overshoot_and_keeps_other_pools(
 def test_placement_reserved_while_programming_and_trait_after(
         embedded_factory, placement_server):
     api = embedded_factory(**{"agent.sim_program_seconds": 1.5})
-    placement_fixture.apply_client_conf(api.conf, "placement",
-                                        placement_server.url)
     conn = placement_server.connection()
-    placement_fixture.create_compute_node(conn, name=api.host)
-    client = placement_client.Client(conn)
-    reporter.report(client, api.document)
+    client = env.report_to_placement(api, placement_server, conn)
     rp = api.rps[0]
     arqs = api.client.arqs(api.client.profile("nlb0"))
 
