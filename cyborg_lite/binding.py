@@ -86,13 +86,17 @@ def attach_handle_info(handle):
     return info
 
 
-def _load_arqs(session, uuids, project_id):
-    found = db_api.arq_list(session, project_id=project_id, uuids=uuids)
-    by_uuid = {arq.uuid: arq for arq in found}
+def _all_found(uuids, by_uuid):
+    """``by_uuid``; :raises ARQNotFound: naming the ``uuids`` not in it."""
     missing = [u for u in uuids if u not in by_uuid]
     if missing:
         raise exception.ARQNotFound(uuids=", ".join(missing))
     return by_uuid
+
+
+def _load_arqs(session, uuids, project_id):
+    found = db_api.arq_list(session, project_id=project_id, uuids=uuids)
+    return _all_found(uuids, {arq.uuid: arq for arq in found})
 
 
 def _instant_target(session, deployable, device, group):
@@ -161,10 +165,7 @@ def _bind_instantly(session, arq, fields, deployable, notify):
 
 def _reserve(session, binds, project_id, programmer, notify):
     rows = db_api.arqs_with_groups(session, list(binds), project_id)
-    arqs = {arq.uuid: (arq, group) for arq, group in rows}
-    missing = [u for u in binds if u not in arqs]
-    if missing:
-        raise exception.ARQNotFound(uuids=", ".join(missing))
+    arqs = _all_found(binds, {arq.uuid: (arq, group) for arq, group in rows})
     patch_ids = [arq.id for arq, _ in rows]
     for instance in {f["instance_uuid"] for f in binds.values()}:
         others = db_api.other_bound_arqs(session, instance, patch_ids)

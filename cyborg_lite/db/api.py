@@ -405,15 +405,12 @@ def other_bound_arqs(session, instance_uuid, exclude_ids):
 
 def deployable_by_rp(session, rp_uuid):
     """The live deployable whose resource provider is ``rp_uuid``."""
-    return session.execute(
-        sa.select(models.Deployable).where(
-            models.Deployable.rp_uuid == rp_uuid,
-            models.Deployable.retired.is_(False))).scalar_one_or_none()
+    return deployable_and_device_by_rp(session, rp_uuid)[0]
 
 
 def deployable_and_device_by_rp(session, rp_uuid):
-    """``(deployable, device)`` of :func:`deployable_by_rp` in one query,
-    or ``(None, None)``."""
+    """``(deployable, device)`` of the live deployable whose resource
+    provider is ``rp_uuid``, in one query, or ``(None, None)``."""
     row = session.execute(
         sa.select(models.Deployable, models.Device)
         .join(models.Device,

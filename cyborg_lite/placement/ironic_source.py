@@ -24,9 +24,7 @@ without attach handles from the host agents' in-band discovery.
 import dataclasses
 import logging
 
-import sqlalchemy as sa
-
-from cyborg_lite.db import models
+from cyborg_lite.db import api as db_api
 from cyborg_lite import handle_discovery
 from cyborg_lite.placement import capacity
 from cyborg_lite.programming import placement as prog_placement
@@ -131,13 +129,9 @@ def missing_providers(placement, document):
 
 
 def _note_placement_failure(session, rp_uuid, function_id, error):
-    session.execute(
-        sa.update(models.Deployable).where(
-            models.Deployable.rp_uuid == rp_uuid,
-            models.Deployable.state == regions.READY,
-            models.Deployable.function_id == function_id)
-        .values(last_error=error)
-        .execution_options(synchronize_session=False))
+    deployable = db_api.deployable_by_rp(session, rp_uuid)
+    if deployable is not None:
+        regions.note_placement(session, deployable.id, function_id, error)
 
 
 def write_function_traits(db, placement, taken):

@@ -187,8 +187,8 @@ def recheck_errors(programmer):
         error = _update_placement(programmer, deployable_id, function_id,
                                   job)
         if error:
-            programmer.db.run(_note_placement, deployable_id, function_id,
-                              None, error)
+            programmer.db.run(regions.note_placement, deployable_id,
+                              function_id, error, seen=None)
         LOG.info("Region %s recovered from error: the agent reads %r",
                  region.uuid, function_id)
         summary["recovered"].append(region.uuid)
@@ -221,22 +221,6 @@ def _update_placement(programmer, deployable_id, function_id, job):
         still_wanted=_still_ready(programmer.db, deployable_id, function_id))
 
 
-def _note_placement(session, deployable_id, function_id, seen, error):
-    """Record a Placement update's outcome (``error`` or None) on a region
-    still ``ready`` with ``function_id`` and ``last_error == seen``.
-
-    :returns: True when the row was still so.
-    """
-    return session.execute(
-        sa.update(models.Deployable).where(
-            models.Deployable.id == deployable_id,
-            models.Deployable.state == regions.READY,
-            models.Deployable.function_id.is_not_distinct_from(function_id),
-            models.Deployable.last_error.is_not_distinct_from(seen))
-        .values(last_error=error)
-        .execution_options(synchronize_session=False)).rowcount == 1
-
-
 def _placement_failures(session):
     """``(id, function_id, last_error, job)`` of the ``ready`` regions
     whose latest Placement update failed."""
@@ -260,8 +244,8 @@ def retry_placement(programmer):
         region = job.regions[0]
         error = _update_placement(programmer, deployable_id, function_id,
                                   job)
-        if not programmer.db.run(_note_placement, deployable_id,
-                                 function_id, seen, error):
+        if not programmer.db.run(regions.note_placement, deployable_id,
+                                 function_id, error, seen=seen):
             continue  # NOTE(cyborg_lite): moved on, see _update_placement.
         if error:
             summary["placement_failing"].append(region.uuid)

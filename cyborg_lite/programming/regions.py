@@ -119,6 +119,27 @@ def begin(session, deployables, owner, function_id=None, bitstream_id=None,
     return None
 
 
+#: :func:`note_placement`'s ``seen`` when any earlier ``last_error`` will do.
+ANY_ERROR = object()
+
+
+def note_placement(session, deployable_id, function_id, error,
+                   seen=ANY_ERROR):
+    """Record the outcome (``error`` or None) of a Placement update made
+    for a region, if it is still ``ready`` with ``function_id`` (and its
+    ``last_error`` still is ``seen``, unless that is :data:`ANY_ERROR`).
+
+    :returns: True when the row was still so.
+    """
+    where = [_D.id == deployable_id, _D.state == READY,
+             _D.function_id.is_not_distinct_from(function_id)]
+    if seen is not ANY_ERROR:
+        where.append(_D.last_error.is_not_distinct_from(seen))
+    return session.execute(
+        sa.update(_D).where(*where).values(last_error=error)
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
 def handles_in_use(session, deployable_ids):
     """How many attach handles of these regions are held by ARQs."""
     return session.execute(

@@ -20,6 +20,7 @@ import openstack
 
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
+from cyborg_lite.programming import regions
 from ironic_accel.embedded import common
 from tests.fixtures import polling
 
@@ -116,8 +117,8 @@ def test_retry_leaves_a_region_a_new_run_took(reported):
 
     error = reconciler._update_placement(api.programmer, deployable_id,
                                          function_id, job)
-    recorded = api.db.run(reconciler._note_placement, deployable_id,
-                          function_id, seen, error)
+    recorded = api.db.run(regions.note_placement, deployable_id,
+                          function_id, error, seen=seen)
 
     assert (error, recorded) == (None, False)
     assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
