@@ -44,7 +44,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
-from ironic_accel.placement import client as placement_client  # noqa: E402
+from accel_common.placement import client as placement_client  # noqa: E402
 from ironic_accel.placement import reporter  # noqa: E402
 from tests.fixtures import placement as fx  # noqa: E402
 from tests.functional.placement import documents  # noqa: E402

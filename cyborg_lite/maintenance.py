@@ -64,7 +64,7 @@ def set_status(db, device_uuid, status, providers=None):
     :param db: the :class:`cyborg_lite.db.api.Database`.
     :param status: ``enabled`` or ``maintaining``.
     :param providers: a
-        :class:`cyborg_lite.programming.placement.RegionProviders` (its
+        :class:`cyborg_lite.programming.providers.RegionProviders` (its
         ``reserve(rp_uuid, reserve)``), or None without Placement.
     :raises DeviceNotFound: (404)
     :raises PlacementUpdateFailed: (503) the status is left unchanged.

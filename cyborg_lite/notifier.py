@@ -35,7 +35,7 @@ import time
 
 from cyborg_lite import arq_states
 from cyborg_lite.db import api as db_api
-from ironic_accel import clients
+from accel_common import clients
 
 LOG = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from oslo_log import log
 from sushy.resources.system import constants as sys_cons
 
 from ironic_accel import conf as accel_conf
-from ironic_accel import inventory
+from accel_common import inventory
 from ironic_accel import redfish_gateway as gateway
 
 LOG = log.getLogger(__name__)

@@ -42,7 +42,7 @@ import sushy
 
 from ironic_accel import conf as accel_conf
 from ironic_accel import discovery
-from ironic_accel import inventory
+from accel_common import inventory
 from ironic_accel.placement import periodic as placement_periodic
 from ironic_accel import redfish_gateway as gateway
 from ironic_accel import step_settings

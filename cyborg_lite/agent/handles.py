@@ -21,7 +21,7 @@ address (the identity both sides share) and regions by id.
 
 import copy
 
-from ironic_accel import inventory
+from accel_common import inventory
 
 
 def _by_address(devices):
@@ -38,13 +38,13 @@ def _handle(handle):
 def merge_discovered(document, discovered):
     """The document with each region's attach handles as discovered.
 
-    :param document: an inventory document (ironic_accel.inventory).
+    :param document: an inventory document (accel_common.inventory).
     :param discovered: the ``devices`` of an agent's ``discover`` answer.
     :returns: ``(new document, unmatched)``: the validated document (the
         input is not changed) and the PCI addresses the agent found that
         the document does not list. A device or region the agent did not
         find keeps the handles it had.
-    :raises ironic_accel.inventory.InvalidInventory: when the result is
+    :raises accel_common.inventory.InvalidInventory: when the result is
         not a valid document (e.g. a handle listed twice).
     """
     merged = copy.deepcopy(document)

@@ -35,6 +35,7 @@ import os
 import shutil
 import tempfile
 
+from accel_common import clients
 from cyborg_lite.agent import exception
 
 FUNCTION_PROPERTY = "accel:function_id"
@@ -150,7 +151,6 @@ class GlanceSource:
     @property
     def conn(self):
         if self._conn is None:
-            from ironic_accel import clients
             self._conn = clients.connection(self.conf, "glance")
         return self._conn
 
@@ -222,9 +222,6 @@ class GlanceSource:
 
 def source(conf):
     """Glance when ``[glance]`` is configured, else the local catalog."""
-    # NOTE(agent): imported here: openstacksdk takes seconds to import and
-    # a standalone agent never needs it.
-    from ironic_accel import clients
     if clients.is_configured(conf, "glance"):
         return GlanceSource(conf)
     return CatalogSource(conf.agent.image_catalog_dir)

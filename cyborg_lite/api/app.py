@@ -26,6 +26,7 @@ from cyborg_lite.api import routes
 from cyborg_lite import context as context_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import policy
 from cyborg_lite.programming import programmer as programmer_mod
 
@@ -48,6 +49,16 @@ class Services:
     #: (:class:`cyborg_lite.programming.programmer.Programmer`); None means
     #: "programming at bind time is not available".
     programmer: typing.Any = None
+    #: the process's background work (:class:`cyborg_lite.periodics.
+    #: Periodics`), when the app started it.
+    periodics: typing.Any = None
+
+    def stop(self):
+        """Stop the background work and wait for the programming runs."""
+        if self.periodics is not None:
+            self.periodics.stop()
+        if self.programmer is not None:
+            self.programmer.stop()
 
 
 def _before_request():
@@ -100,18 +111,21 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     :param db: a :class:`cyborg_lite.db.api.Database`; by default the one
         ``[database] connection`` names (its schema must be synced).
     :param programmer: a :class:`~cyborg_lite.programming.programmer.
-        Programmer`; by default one built from ``conf`` whose keeper
-        threads (leases, reconciler, inventory sync) start with the app;
-        None: no programming at bind time (binds needing it get 409).
+        Programmer`; by default one built from ``conf``, and the process's
+        background work (:mod:`cyborg_lite.periodics`: leases, reconciler,
+        inventory sync) starts with the app; None: no programming at bind
+        time (binds needing it get 409).
     :param notifier: sends Nova's accelerator-request-bound events; by
         default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
     :returns: a Flask app (a WSGI application).
     """
     db = db or db_api.Database.from_conf(conf)
     notifier = notifier or notifier_mod.NovaNotifier(conf, db)
+    periodics = None
     if programmer is DEFAULT:
         programmer = programmer_mod.Programmer(conf, db, notifier=notifier)
-        programmer.start_background()
+        periodics = periodics_mod.Periodics(conf, db, programmer, notifier)
+        periodics.start()
     elif programmer is not None and programmer.notifier is None:
         programmer.notifier = notifier
     app = flask.Flask("cyborg_lite")
@@ -119,8 +133,7 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     app.url_map.strict_slashes = False
     app.extensions["cyborg_lite"] = Services(
         conf=conf, db=db, enforcer=policy.make_enforcer(conf),
-        notifier=notifier,
-        programmer=programmer)
+        notifier=notifier, programmer=programmer, periodics=periodics)
 
     # Middleware, innermost first: identity and microversion per request,
     # version headers on /v2 replies, one error handler for everything.

@@ -17,7 +17,7 @@ configure theirs. A group with neither ``auth_type`` nor ``endpoint_override``
 set means "this service is not part of the deployment" (standalone mode).
 """
 
-from ironic_accel import clients
+from accel_common import clients
 
 GROUPS = tuple(clients.SERVICE_TYPES)
 

@@ -42,22 +42,23 @@ import uuid as uuidlib
 
 import sqlalchemy as sa
 
+from accel_common import inventory
+from accel_common.placement import tree
 from cyborg_lite.agent import exception as agent_exception
+from cyborg_lite.agent import rpcapi
+from cyborg_lite.agent import service as agent_service
+from cyborg_lite.agent import transport
 from cyborg_lite import arq_states
+from cyborg_lite import binding
+from cyborg_lite.conf import agent as agent_conf
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
 from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
-from cyborg_lite.programming import placement as prog_placement
+from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import regions
-from ironic_accel import inventory
 
 LOG = logging.getLogger(__name__)
-
-#: How the ``last_error`` of a ``ready`` region starts when the Placement
-#: update after its programming failed (:func:`.reconciler.retry_placement`
-#: retries it).
-PLACEMENT_FAILED = "Placement:"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,15 +108,14 @@ class Outcome:
 
 def vendor_fragment(device):
     """The vendor part of function trait names, as the reporter writes it."""
-    from ironic_accel.placement import tree
-
     board = device.std_board_info or {}
     return tree.vendor_name({"vendor": board.get("vendor"),
                              "vendor_id": board.get("vendor_id")
                              or device.vendor})
 
 
-def _agent_message(error):
+def agent_message(error):
+    """What went wrong with an agent call, for ``last_error`` and logs."""
     if isinstance(error, agent_exception.AgentError):
         return error.message
     if isinstance(error, exception.CyborgLiteException):
@@ -132,7 +132,7 @@ class Programmer:
     :param agent_api: an :class:`~cyborg_lite.agent.rpcapi.AgentAPI`;
         by default one is built on first use (starting the embedded agent
         when the transport is in-process).
-    :param providers: a :class:`~.placement.RegionProviders`.
+    :param providers: a :class:`~.providers.RegionProviders`.
     """
 
     def __init__(self, conf, db, notifier=None, agent_api=None,
@@ -140,22 +140,19 @@ class Programmer:
         self.conf = conf
         self.db = db
         self.notifier = notifier
-        self.providers = providers or prog_placement.RegionProviders(conf)
+        self.providers = providers or region_providers.RegionProviders(conf)
         self.owner = f"{os.getpid()}-{uuidlib.uuid4().hex}"
         self._agent_api = agent_api
         self._embedded = None
         self._lock = threading.Lock()
         self._owned = set()
         self._executor = None
-        self._stop = threading.Event()
-        self._threads = []
 
     # -- agents ------------------------------------------------------------
 
     @property
     def embedded(self):
         """True when the agent runs inside this process."""
-        from cyborg_lite.agent import transport
         return (transport.is_in_process(self.conf)
                 and self.conf.programming.embedded_agent)
 
@@ -163,7 +160,6 @@ class Programmer:
         """The RPC client of the host agents (starts the embedded agent)."""
         with self._lock:
             if self._agent_api is None:
-                from cyborg_lite.agent import rpcapi
                 if self.embedded:
                     self._embedded = _start_embedded(self.conf)
                 self._agent_api = rpcapi.AgentAPI(self.conf)
@@ -188,8 +184,6 @@ class Programmer:
         :returns: a :class:`Job` to :meth:`launch` after the commit, or None
             when the ARQ joined a run already under way.
         """
-        from cyborg_lite import binding
-
         wanted = binding.needs_programming(group, deployable)
         key, value = wanted
         function_id = value if key == "accel:function_id" else None
@@ -210,7 +204,7 @@ class Programmer:
                 deployable=deployable.uuid, arq=arq.uuid, asked=asked,
                 target=regions.target_text(deployable.target_function_id,
                                            deployable.target_bitstream_id))
-        job = self._begin(session, deployable, device, function_id,
+        job = self.begin(session, deployable, device, function_id,
                           bitstream_id, allowed=(regions.READY,),
                           arq=arq.uuid)
         self._hold(session, arq, deployable)
@@ -228,8 +222,14 @@ class Programmer:
             .values(deployable_id=deployable.id)
             .execution_options(synchronize_session=False))
 
-    def _begin(self, session, deployable, device, function_id, bitstream_id,
-               allowed, arq=None, reset=False):
+    def begin(self, session, deployable, device, function_id, bitstream_id,
+              allowed, arq=None, reset=False):
+        """Take ``deployable``'s programming unit for this process (inside
+        the caller's transaction).
+
+        :raises ProgrammingConflict: busy, in use, in error or retired.
+        :returns: the :class:`Job` to run after the commit.
+        """
         asked = ("a reset" if reset
                  else regions.target_text(function_id, bitstream_id))
         running = regions.running_text(deployable)
@@ -300,7 +300,7 @@ class Programmer:
                          or (bitstream_id and deployable.bitstream_id
                              == bitstream_id))):
                 return None
-            return self._begin(session, deployable, device, function_id,
+            return self.begin(session, deployable, device, function_id,
                                bitstream_id, allowed=allowed, reset=reset)
 
         job = self.db.run(_run)
@@ -331,7 +331,7 @@ class Programmer:
             function_id, image_id = self._program(job)
         except Exception as error:
             message = (f"programming {job.target} on {job.host} "
-                       f"{job.pci_address} failed: {_agent_message(error)}")
+                       f"{job.pci_address} failed: {agent_message(error)}")
             LOG.warning("%s", message)
             if not isinstance(error, (agent_exception.AgentError,
                                       exception.CyborgLiteException)):
@@ -362,12 +362,14 @@ class Programmer:
             image_id = (result.get("image") or {}).get("id")
         return function_id, image_id
 
-    def _notify_enabled(self):
+    @property
+    def notifies(self):
+        """True when Nova gets events (``[nova]`` configured)."""
         return bool(self.notifier is not None and self.notifier.enabled)
 
     def notify(self, arq_uuids):
         """Queue the Nova events of ``arq_uuids`` (marked ``pending``)."""
-        if arq_uuids and self._notify_enabled():
+        if arq_uuids and self.notifies:
             self.notifier.notify_later(arq_uuids)
 
     def settle_success(self, job, function_id, image_id, owner):
@@ -375,8 +377,8 @@ class Programmer:
         ``ready``, waiting ARQs ``Bound`` (+ events)."""
         trait = (inventory.function_trait(job.vendor, function_id)
                  if function_id else None)
-        error = self._placement_after(job, trait, restore=True)
-        notify = self._notify_enabled()
+        error = self.update_placement(job, trait, restore=True)
+        notify = self.notifies
 
         def _run(session):
             if not regions.finish(session, job.ids, owner, function_id,
@@ -411,7 +413,7 @@ class Programmer:
     def settle_failure(self, job, message, owner):
         """Region ``error`` (content unknown), waiting ARQs ``BindFailed``
         with their handles released (+ ``failed`` events)."""
-        notify = self._notify_enabled()
+        notify = self.notifies
 
         def _run(session):
             if not regions.fail(session, job.ids, owner, message):
@@ -427,7 +429,7 @@ class Programmer:
         failed = self.db.run(_run)
         # NOTE(cyborg_lite): reserved stays = total: a region in error must
         # not be scheduled to until it is reconciled or reset.
-        self._placement_after(job, None, restore=False)
+        self.update_placement(job, None, restore=False)
         if failed is None:
             return Outcome(ok=False, error=message)
         self.notify(failed)
@@ -443,7 +445,7 @@ class Programmer:
         ).scalar_one_or_none())
         return status == "enabled"
 
-    def _placement_after(self, job, trait, restore, still_wanted=None):
+    def update_placement(self, job, trait, restore, still_wanted=None):
         """Set the function trait of the job's regions and, with
         ``restore`` (and the device enabled now), ``reserved = 0`` again.
 
@@ -451,7 +453,8 @@ class Programmer:
             :meth:`~.placement.RegionProviders.set_function_trait`.
         :returns: None when no write failed, else the failures as a
             ``last_error`` text starting with
-            :data:`PLACEMENT_FAILED` (the reconciler retries those).
+            :data:`~.regions.PLACEMENT_FAILED` (the reconciler retries
+            those).
         """
         problems = []
         # NOTE(cyborg_lite): the device may have been disabled (reserved =
@@ -468,10 +471,10 @@ class Programmer:
             except Exception as error:
                 LOG.error("Placement update of %s failed: %s",
                           region.rp_uuid, error)
-                problems.append(f"{PLACEMENT_FAILED} {error}")
+                problems.append(f"{regions.PLACEMENT_FAILED} {error}")
         return "; ".join(problems) or None
 
-    # -- leases and the periodic reconciler ----------------------------------
+    # -- leases --------------------------------------------------------------
 
     def renew_leases(self):
         """Renew the lease of every run this process is waiting for."""
@@ -481,73 +484,8 @@ class Programmer:
             self.db.run(regions.renew, owned, self.owner)
         return len(owned)
 
-    def start_background(self, reconcile=True):
-        """Start the background threads: one renews the leases of this
-        process's runs every ``[programming] heartbeat_interval``; the
-        other runs the reconciler (at start and every
-        ``reconcile_interval``). Separate, so a slow reconciler pass (an
-        agent not answering) never lets a lease go stale. A third runs the
-        inventory sync when ``[ironic]`` is configured
-        (:mod:`cyborg_lite.periodic_sync`)."""
-        if self._threads:
-            return
-        self._threads = [threading.Thread(
-            target=self._keep_leases, name="programming-leases",
-            daemon=True)]
-        if reconcile:
-            self._threads.append(threading.Thread(
-                target=self._reconcile_loop, name="programming-reconciler",
-                daemon=True))
-        from cyborg_lite import periodic_sync
-        if periodic_sync.enabled(self.conf):
-            syncer = periodic_sync.InventorySync(self.conf, self.db, self)
-            self._threads.append(threading.Thread(
-                target=syncer.loop, args=(self._stop,),
-                name="inventory-sync", daemon=True))
-        for thread in self._threads:
-            thread.start()
-
-    def _keep_leases(self):
-        while not self._stop.is_set():
-            try:
-                self.renew_leases()
-            except Exception:
-                LOG.exception("Renewing programming leases failed")
-            self._stop.wait(self.conf.programming.heartbeat_interval)
-
-    def _reconcile_loop(self):
-        from cyborg_lite import notifier as notifier_mod
-        from cyborg_lite.programming import reconciler
-
-        opts = self.conf.programming
-        if not opts.reconcile_on_start:
-            if opts.reconcile_interval <= 0:
-                return
-            if self._stop.wait(opts.reconcile_interval):
-                return
-        while not self._stop.is_set():
-            try:
-                reconciler.reconcile(self)
-            except Exception:
-                LOG.exception("Reconciler pass failed")
-            if self.notifier is not None and self.notifier.enabled:
-                # NOTE: events of a process that died between the bind's
-                # commit and the send; the claim in the DB keeps two workers
-                # from both sending one.
-                try:
-                    notifier_mod.resend_pending(self.notifier)
-                except Exception:
-                    LOG.exception("Resending pending Nova events failed")
-            if opts.reconcile_interval <= 0:
-                return
-            self._stop.wait(opts.reconcile_interval)
-
     def stop(self):
-        """Stop the keeper, wait for running jobs, stop the embedded
-        agent."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(10)
+        """Wait for running jobs, stop the embedded agent."""
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         if self._embedded is not None:
@@ -558,9 +496,6 @@ class Programmer:
 def _start_embedded(conf):
     """Start the in-process agent; its sim state and image catalog default
     to ``$state_path`` instead of /var/lib (no root needed)."""
-    from cyborg_lite.agent import service as agent_service
-    from cyborg_lite.conf import agent as agent_conf
-
     defaults = {o.name: o.default for o in agent_conf._OPTS}
     for name, sub in (("sim_state_dir", "sim"),
                       ("image_catalog_dir", "images")):

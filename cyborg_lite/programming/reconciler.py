@@ -29,10 +29,10 @@ any number of workers may run it at once:
    with the function read back; else its ``last_error`` is refreshed;
 4. a ``ready`` region whose Placement update failed after its function was
    confirmed (its ``last_error`` starts with
-   :data:`~.programmer.PLACEMENT_FAILED`) gets that update again: its
+   :data:`~.regions.PLACEMENT_FAILED`) gets that update again: its
    function trait, and ``reserved = 0``; ``last_error`` is cleared once
    Placement is right;
-5. function pools are filled (:mod:`cyborg_lite.pools`).
+5. function pools are filled (:mod:`cyborg_lite.programming.pools`).
 """
 
 import datetime
@@ -40,14 +40,15 @@ import logging
 
 import sqlalchemy as sa
 
+from accel_common import inventory
 from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite import arq_states
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
 from cyborg_lite import exception
+from cyborg_lite.programming import pools as pools_mod
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import regions
-from ironic_accel import inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ def _read(programmer, job, region):
             programmer.agent_host(job.host), job.pci_address,
             region.region_id), None
     except Exception as error:
-        return None, programmer_mod._agent_message(error)
+        return None, programmer_mod.agent_message(error)
 
 
 def _matches(job, reading):
@@ -135,7 +136,7 @@ def _orphans(session, stale_after):
 
 def fail_orphans(programmer):
     """Step 2. :returns: the ARQs moved to ``BindFailed``."""
-    notify = programmer._notify_enabled()
+    notify = programmer.notifies
 
     def _run(session):
         failed = []
@@ -216,7 +217,7 @@ def _update_placement(programmer, deployable_id, function_id, job):
     """
     trait = (inventory.function_trait(job.vendor, function_id)
              if function_id else None)
-    return programmer._placement_after(
+    return programmer.update_placement(
         job, trait, restore=True,
         still_wanted=_still_ready(programmer.db, deployable_id, function_id))
 
@@ -229,7 +230,7 @@ def _placement_failures(session):
             models.Deployable.state == regions.READY,
             models.Deployable.retired.is_(False),
             models.Deployable.last_error.startswith(
-                programmer_mod.PLACEMENT_FAILED))
+                regions.PLACEMENT_FAILED))
         .order_by(models.Deployable.id)).scalars()
     return [(d.id, d.function_id, d.last_error, _job_for(session, d))
             for d in rows]
@@ -267,8 +268,7 @@ def reconcile(programmer, pools=True, wait=False):
     summary.update(recheck_errors(programmer))
     summary.update(retry_placement(programmer))
     if pools and programmer.conf.pools.fill:
-        from cyborg_lite.pools import policy as pool_policy
-        summary["pools"] = pool_policy.fill(programmer, wait=wait)
+        summary["pools"] = pools_mod.fill(programmer, wait=wait)
     interesting = {k: v for k, v in summary.items() if v}
     if interesting:
         LOG.info("Reconciler: %s", interesting)

@@ -37,6 +37,11 @@ READY = "ready"
 PROGRAMMING = "programming"
 ERROR = "error"
 
+#: How the ``last_error`` of a ``ready`` region starts when the Placement
+#: update after its programming failed
+#: (:func:`~cyborg_lite.programming.reconciler.retry_placement` retries it).
+PLACEMENT_FAILED = "Placement:"
+
 #: states an operator's program or reset may start from.
 ADMIN_STARTABLE = (READY, ERROR)
 

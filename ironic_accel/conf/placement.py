@@ -40,7 +40,7 @@ keystoneauth's ``admin_token`` plugin (no catalog)::
 
 from oslo_config import cfg
 
-from ironic_accel import clients
+from accel_common import clients
 
 GROUP = "placement"
 

@@ -26,7 +26,7 @@ from ironic.conf import CONF
 from oslo_log import log
 
 from ironic_accel import conf as accel_conf
-from ironic_accel import inventory
+from accel_common import inventory
 from ironic_accel.placement import reporter
 
 LOG = log.getLogger(__name__)

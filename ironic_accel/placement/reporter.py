@@ -13,7 +13,7 @@
 """Report a node's accelerators to Placement from the desired tree.
 
 :func:`report` computes the tree the document asks for
-(:mod:`ironic_accel.placement.tree`), reads what Placement has, and writes
+(:mod:`accel_common.placement.tree`), reads what Placement has, and writes
 only the differences, each write generation-checked and retried after a
 409 ``placement.concurrent_update``. A report with nothing changed only
 reads. It writes only what the reporter owns (DESIGN §3): provider
@@ -28,9 +28,11 @@ traits cyborg_lite set.
 import dataclasses
 import logging
 
-from ironic_accel import inventory
-from ironic_accel.placement import client as placement_client
-from ironic_accel.placement import tree as tree_mod
+from accel_common import inventory
+from accel_common.placement import client as placement_client
+from accel_common.placement import tree as tree_mod
+from ironic_accel import conf as accel_conf
+from accel_common import clients
 
 LOG = logging.getLogger(__name__)
 
@@ -86,15 +88,15 @@ class Result:
 def report(client, document, retries=4):
     """Bring Placement in line with one inventory document.
 
-    :param client: a :class:`ironic_accel.placement.client.Client`.
+    :param client: a :class:`accel_common.placement.client.Client`.
     :param document: the node's inventory document.
     :param retries: re-reads and retries of one provider after a generation
         conflict.
-    :raises ironic_accel.inventory.InvalidInventory: bad document.
+    :raises accel_common.inventory.InvalidInventory: bad document.
     :raises ParentNotFound: no compute-node provider for the host.
     :raises FlatHost: the host still has the legacy flat inventory.
     :raises ReportError: a provider kept changing, or its name is taken.
-    :raises ironic_accel.placement.client.PlacementError: Placement refused
+    :raises accel_common.placement.client.PlacementError: Placement refused
         a write for another reason (the message names the call).
     :returns: a :class:`Result`.
     """
@@ -283,9 +285,10 @@ def _vanished(client, rp, retries, result):
 
 
 def _ironic_conf():
+    # NOTE(accel): Ironic's global CONF, imported on use: the reporter's
+    # functions also serve ironic-accel-manage, which does not need Ironic.
     from ironic.conf import CONF
 
-    from ironic_accel import conf as accel_conf
     if "accel_placement" not in CONF:
         accel_conf.register_opts(CONF)
     return CONF
@@ -297,7 +300,6 @@ _CLIENTS = {}
 
 
 def _make_client(conf):
-    from ironic_accel import clients
     if not conf.accel_placement.enabled:
         LOG.debug("[accel_placement] enabled is false: not reporting")
         return None
@@ -360,7 +362,7 @@ def report_nodes(nodes, conf=None, client=None):
 
     :param nodes: Ironic nodes (anything with ``uuid`` and ``extra``).
     :param conf: a ConfigOpts; Ironic's global CONF by default.
-    :param client: a :class:`ironic_accel.placement.client.Client` to
+    :param client: a :class:`accel_common.placement.client.Client` to
         reuse; built from ``[placement]`` when omitted.
     :returns: ``{node uuid: Result or the exception}``; empty when
         reporting is off.

@@ -18,7 +18,7 @@ enabled, mdev types come from sysfs), reads the function a region runs,
 programs and resets regions; vendor quirks stay inside the driver.
 
 Devices and readings are plain JSON-able dicts, shaped like the inventory
-document (ironic_accel.inventory) so the API matches them to the devices
+document (accel_common.inventory) so the API matches them to the devices
 Ironic reported by PCI address.
 """
 

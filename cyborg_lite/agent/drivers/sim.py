@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 
-from ironic_accel import inventory
+from accel_common import inventory
 
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent import exception

@@ -24,7 +24,7 @@ from cyborg_lite.db import api as db_api
 from cyborg_lite import exception
 from cyborg_lite import maintenance
 from cyborg_lite import policy
-from cyborg_lite.programming import placement as prog_placement
+from cyborg_lite.programming import providers as region_providers
 
 
 def serialize(device):
@@ -81,7 +81,7 @@ def _providers(svc):
     if providers is None:
         providers = flask.current_app.extensions.get("cyborg_lite_providers")
         if providers is None:
-            providers = prog_placement.RegionProviders(svc.conf)
+            providers = region_providers.RegionProviders(svc.conf)
             flask.current_app.extensions["cyborg_lite_providers"] = providers
     return providers
 

@@ -217,7 +217,7 @@ def test_openstack_cli_device_attribute_create_and_show(cyborg_server):
 
 
 def test_inventory_reimport_keeps_attributes_an_admin_created(cyborg):
-    from cyborg_lite import inventory_sync
+    from cyborg_lite.inventory import apply as inventory_apply
     from tests.fixtures.cyborg import load_example_inventory
 
     region0 = _deployable(cyborg, FPGA_REGION0_RP)
@@ -225,7 +225,7 @@ def test_inventory_reimport_keeps_attributes_an_admin_created(cyborg):
         "deployable_id": region0["uuid"], "key": "owner",
         "value": "team-a"}).get_json()
 
-    inventory_sync.apply_document(cyborg.db, load_example_inventory())
+    inventory_apply.apply_document(cyborg.db, load_example_inventory())
 
     listed = cyborg.client.get(
         f"{ATTRS}?deployable_id={created['deployable_id']}",

@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from cyborg_lite.cmd import demo
+from accel_tools.demo import main as demo
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import api as db_api
 from cyborg_lite import wsgi

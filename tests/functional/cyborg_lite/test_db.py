@@ -28,7 +28,7 @@ from cyborg_lite.db import api as db_api
 from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite import exception
-from cyborg_lite import inventory_sync
+from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import load_example_inventory
 
@@ -37,7 +37,7 @@ from tests.fixtures.cyborg import load_example_inventory
 def db(db_url):
     database = db_api.Database(db_url)
     database.sync()
-    inventory_sync.apply_document(database, load_example_inventory())
+    inventory_apply.apply_document(database, load_example_inventory())
     yield database
     database.dispose()
 
@@ -231,16 +231,16 @@ def test_inventory_keeps_handle_in_use_until_unbound(db):
     document = load_example_inventory()
     fpga = document["devices"][0]
     document["devices"] = document["devices"][1:]  # the FPGA vanished
-    summary = inventory_sync.apply_document(db, document)
+    summary = inventory_apply.apply_document(db, document)
     assert summary["devices"]["retired"] == 1
     assert summary["attach_handles"]["retired"] == 1
     assert db_api.arq_get(db, arq.uuid).state == "Bound"
     # same document again: nothing changes
-    assert inventory_sync.apply_document(db, document)["changed"] is False
+    assert inventory_apply.apply_document(db, document)["changed"] is False
     binding.unbind(db, [arq.uuid])
-    summary = inventory_sync.apply_document(db, document)
+    summary = inventory_apply.apply_document(db, document)
     assert summary["devices"]["deleted"] == 1
     # and it comes back when the document lists it again
     document["devices"].insert(0, fpga)
-    summary = inventory_sync.apply_document(db, document)
+    summary = inventory_apply.apply_document(db, document)
     assert summary["devices"]["created"] == 1

@@ -23,10 +23,10 @@ import sqlalchemy as sa
 
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
-from cyborg_lite import inventory_sync
-from ironic_accel.embedded.common import free_port
-from ironic_accel import inventory
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.inventory import apply as inventory_apply
+from accel_tools.embedded.common import free_port
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures.cyborg import ADMIN
 from tests.fixtures.cyborg import headers
@@ -96,7 +96,7 @@ def host(tmp_path, placement_server, placement_conn):  # noqa: F811
     document = _document(placement_conn)
     cyborg = make_cyborg(tmp_path, inventory=False)
     apply_client_conf(cyborg.conf, "placement", placement_server.url)
-    inventory_sync.apply_document(
+    inventory_apply.apply_document(
         cyborg.db, {k: v for k, v in document.items() if k != "compute_rp"})
     yield Host(cyborg, placement_conn, document)
     cyborg.db.dispose()

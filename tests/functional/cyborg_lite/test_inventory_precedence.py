@@ -23,7 +23,7 @@ being programmed belongs to its programmer.
 
 from cyborg_lite import binding
 from cyborg_lite.db import api as db_api
-from cyborg_lite import inventory_sync
+from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite.programming import regions
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import load_example_inventory
@@ -79,18 +79,18 @@ def _updated(summary):
 
 
 def test_first_import_takes_the_reported_function(db):
-    inventory_sync.apply_document(db, _document(FACTORY))
+    inventory_apply.apply_document(db, _document(FACTORY))
     assert _region(db).function_id == FACTORY
     group = {"resources:FPGA": "1", "accel:function_id": FACTORY}
     assert binding.needs_programming(group, _region(db)) is None
 
 
 def test_in_band_function_survives_a_resync_of_the_same_document(db):
-    inventory_sync.apply_document(db, _document(FACTORY))
+    inventory_apply.apply_document(db, _document(FACTORY))
     _program_in_band(db, IN_BAND, bitstream_id="bits-in-band")
 
-    summary = inventory_sync.apply_document(db, _document(FACTORY))
-    again = inventory_sync.apply_document(db, _document(FACTORY))
+    summary = inventory_apply.apply_document(db, _document(FACTORY))
+    again = inventory_apply.apply_document(db, _document(FACTORY))
 
     region = _region(db)
     assert (region.function_id, region.bitstream_id) == (IN_BAND,
@@ -104,22 +104,22 @@ def test_in_band_function_survives_a_resync_of_the_same_document(db):
 
 
 def test_nothing_reported_keeps_the_in_band_function(db):
-    inventory_sync.apply_document(db, _document(FACTORY))
+    inventory_apply.apply_document(db, _document(FACTORY))
     _program_in_band(db, IN_BAND)
 
-    summary = inventory_sync.apply_document(db, _document(None))
-    inventory_sync.apply_document(db, _document(FACTORY))
+    summary = inventory_apply.apply_document(db, _document(None))
+    inventory_apply.apply_document(db, _document(FACTORY))
 
     assert _region(db).function_id == IN_BAND
     assert summary["changed"] is False
 
 
 def test_a_new_reported_function_wins(db):
-    inventory_sync.apply_document(db, _document(FACTORY))
+    inventory_apply.apply_document(db, _document(FACTORY))
     _program_in_band(db, IN_BAND, bitstream_id="bits-in-band")
 
     # Ironic loaded a whole-card image; the BMC reports its function.
-    summary = inventory_sync.apply_document(db, _document(WHOLE_CARD))
+    summary = inventory_apply.apply_document(db, _document(WHOLE_CARD))
 
     region = _region(db)
     assert region.function_id == WHOLE_CARD
@@ -132,16 +132,16 @@ def test_a_new_reported_function_wins(db):
 
     # taken once: a later in-band programming survives the same report
     _program_in_band(db, IN_BAND)
-    assert inventory_sync.apply_document(
+    assert inventory_apply.apply_document(
         db, _document(WHOLE_CARD))["changed"] is False
     assert _region(db).function_id == IN_BAND
 
 
 def test_a_programming_region_is_left_alone(db):
-    inventory_sync.apply_document(db, _document(FACTORY))
+    inventory_apply.apply_document(db, _document(FACTORY))
     _begin(db, IN_BAND)
 
-    inventory_sync.apply_document(db, _document(WHOLE_CARD))
+    inventory_apply.apply_document(db, _document(WHOLE_CARD))
 
     region = _region(db)
     assert region.state == regions.PROGRAMMING
@@ -152,6 +152,6 @@ def test_a_programming_region_is_left_alone(db):
     # The report seen during the programming is not news afterwards: the
     # function the programming loaded stays.
     _finish(db, IN_BAND)
-    inventory_sync.apply_document(db, _document(WHOLE_CARD))
+    inventory_apply.apply_document(db, _document(WHOLE_CARD))
     region = _region(db)
     assert (region.state, region.function_id) == (regions.READY, IN_BAND)

@@ -30,14 +30,14 @@ import sqlalchemy as sa
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
-from cyborg_lite import periodic_sync
-from ironic_accel.embedded.common import free_port
+from cyborg_lite.inventory import lease as sync_lease
+from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.fixtures.ironic import baremetal  # noqa: F401
 from tests.fixtures.ironic import ironic_server  # noqa: F401
 from tests.functional.placement import test_sync_handles as sync_helpers
 
-LEASE = periodic_sync.LEASE_NAME
+LEASE = sync_lease.LEASE_NAME
 WORKER = "api-worker-4242-0123456789abcdef"
 
 
@@ -191,7 +191,7 @@ def test_api_worker_pass_comes_an_interval_after_the_command(db, tmp_path):
     conf = cyborg_fixtures.make_conf(
         tmp_path, **{"database.connection": db.url,
                      "inventory.sync_interval": 300})
-    worker = periodic_sync.InventorySync(conf, db, programmer=None,
+    worker = sync_lease.InventorySync(conf, db, programmer=None,
                                          owner=WORKER)
 
     # the command's pass just ended: no pass (Ironic is never asked)

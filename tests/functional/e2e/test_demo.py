@@ -18,7 +18,7 @@ and leave nothing behind.
 
 import os
 
-from cyborg_lite.cmd import demo
+from accel_tools.demo import main as demo
 
 
 def test_demo_runs_the_whole_story_and_cleans_up(tmp_path, capsys):

@@ -28,12 +28,12 @@ import uuid
 
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
-from cyborg_lite.placement import ironic_source
-from cyborg_lite.placement import request_groups
-from ironic_accel.embedded import ironic as ironic_launcher
-from ironic_accel.embedded import placement as placement_launcher
-from ironic_accel import inventory
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.inventory import ironic as ironic_inventory
+from accel_tools import request_groups
+from accel_tools.embedded import ironic as ironic_launcher
+from accel_tools.embedded import placement as placement_launcher
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from tests.fixtures import cyborg as cyborg_fixtures
 
 MV = request_groups.MICROVERSION
@@ -77,7 +77,7 @@ def test_conductor_report_to_nova_style_bind(ironic_server, baremetal,
     region_rps = {r["rp_uuid"] for r in fpga["regions"]}
     assert len(region_rps) == 2
     client = placement_client.Client(placement)
-    assert ironic_source.missing_providers(client, document) == []
+    assert ironic_inventory.missing_providers(client, document) == []
     for rp_uuid in region_rps:
         resp = placement.placement.get(
             f"/resource_providers/{rp_uuid}/traits", microversion=MV)
@@ -88,7 +88,7 @@ def test_conductor_report_to_nova_style_bind(ironic_server, baremetal,
         tmp_path, inventory=False, **_embedded_agent(tmp_path, host))
     agent = agent_service.start_embedded(cyborg.conf)
     try:
-        summary = ironic_source.sync(cyborg.db, ironic_server.connection(),
+        summary = ironic_inventory.sync(cyborg.db, ironic_server.connection(),
                                      host=host, placement=client,
                                      agent_api=rpcapi.AgentAPI(cyborg.conf))
     finally:

@@ -19,7 +19,7 @@ Ironic process is shared by the tests of one worker.
 import time
 import uuid
 
-from ironic_accel import inventory
+from accel_common import inventory
 from tests.fixtures import bmc as bmc_fixtures
 from tests.fixtures import ironic as ironic_fixtures
 

@@ -14,7 +14,7 @@
 
 import uuid
 
-from ironic_accel import inventory
+from accel_common import inventory
 
 
 def fpga(node_uuid, index, handles=2, function_id=None, bus=0x5e):

@@ -25,9 +25,10 @@ import uuid
 import requests
 
 from cyborg_lite.db import api as db_api
-from cyborg_lite.placement import ironic_source
-from cyborg_lite.placement import request_groups
-from ironic_accel.placement import client as placement_client
+from accel_common import node_documents
+from cyborg_lite.inventory import ironic as ironic_inventory
+from accel_tools import request_groups
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 
@@ -77,18 +78,18 @@ def test_ironic_document_to_bound_arq(ironic_server, baremetal,
     baremetal.update_node(node, extra={"accelerators": doc})
 
     # cyborg_lite reads the document back from Ironic ...
-    selection = ironic_source.documents_from_ironic(
+    selection = node_documents.documents_from_ironic(
         ironic_server.connection(), host=host)
     assert selection.documents == [doc]
     client = placement_client.Client(placement_conn)
-    assert ironic_source.missing_providers(client, doc) == sorted(
+    assert ironic_inventory.missing_providers(client, doc) == sorted(
         r["rp_uuid"] for d in doc["devices"] for r in d["regions"])
     # ... ironic_accel reports it to Placement ...
     reporter.report(client, selection.documents[0])
     marker = _mark_root(placement_conn, root_uuid)
     # ... and cyborg_lite applies it to its database.
     server = cyborg_server_factory(inventories=[], workers=1)
-    summary = ironic_source.sync(db_api.Database(server.db_url),
+    summary = ironic_inventory.sync(db_api.Database(server.db_url),
                                  ironic_server.connection(), host=host,
                                  placement=client)
     assert summary["skipped"] == {}

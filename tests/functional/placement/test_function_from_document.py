@@ -29,12 +29,13 @@ import sqlalchemy as sa
 from cyborg_lite import conf as cyborg_conf
 from cyborg_lite.db import api as db_api
 from cyborg_lite.db import models
-from cyborg_lite.placement import ironic_source
-from cyborg_lite.programming import placement as prog_placement
+from cyborg_lite.inventory import ironic as ironic_inventory
+from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
-from ironic_accel import inventory
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.programming import regions
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 from tests.functional.placement.test_end_to_end import FAKE_INTERFACES
@@ -83,7 +84,7 @@ def _setup(ironic_server, baremetal, placement_conn, compute_node, tmp_path):
     reporter.report(client, doc)
     db = db_api.Database(f"sqlite:///{tmp_path / 'cyborg.db'}")
     db.sync()
-    ironic_source.sync(db, ironic_server.connection(), host=host,
+    ironic_inventory.sync(db, ironic_server.connection(), host=host,
                        placement=client)
     rp_uuid = doc["devices"][0]["regions"][0]["rp_uuid"]
     # cyborg_lite programs nlb3 in-band: its database and its trait.
@@ -91,7 +92,7 @@ def _setup(ironic_server, baremetal, placement_conn, compute_node, tmp_path):
         sa.update(models.Deployable)
         .where(models.Deployable.rp_uuid == rp_uuid)
         .values(function_id="nlb3")))
-    prog_placement.RegionProviders(None, client=client).set_function_trait(
+    region_providers.RegionProviders(None, client=client).set_function_trait(
         rp_uuid, inventory.function_trait("INTEL", "nlb3"))
     return node, doc, client, db, rp_uuid
 
@@ -109,7 +110,7 @@ def test_out_of_band_function_moves_the_trait(
     host = doc["host"]
 
     # The BMC still reports nlb0: no news, the in-band nlb3 stays.
-    result = ironic_source.sync(db, ironic_server.connection(), host=host,
+    result = ironic_inventory.sync(db, ironic_server.connection(), host=host,
                                 placement=client)
     assert result["applied"][0]["functions_taken"] == []
     assert _region(db, rp_uuid).function_id == "nlb3"
@@ -120,7 +121,7 @@ def test_out_of_band_function_moves_the_trait(
     _whole_card_image(baremetal, node, doc, client, "gzip")
     assert _function_traits(client, rp_uuid) == {
         "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB3"}
-    result = ironic_source.sync(db, ironic_server.connection(), host=host,
+    result = ironic_inventory.sync(db, ironic_server.connection(), host=host,
                                 placement=client)
     assert result["applied"][0]["functions_taken"] == [{
         "rp_uuid": rp_uuid, "function_id": "gzip",
@@ -138,12 +139,12 @@ def test_refused_trait_write_is_left_for_the_reconciler(
         ironic_server, baremetal, placement_conn, compute_node, tmp_path)
     _whole_card_image(baremetal, node, doc, client, "gzip")
 
-    ironic_source.sync(db, ironic_server.connection(), host=doc["host"],
+    ironic_inventory.sync(db, ironic_server.connection(), host=doc["host"],
                        placement=RefusingTraits(placement_conn))
 
     region = _region(db, rp_uuid)
     assert region.function_id == "gzip"
-    assert region.last_error.startswith(programmer_mod.PLACEMENT_FAILED)
+    assert region.last_error.startswith(regions.PLACEMENT_FAILED)
     assert "503" in region.last_error
     assert _function_traits(client, rp_uuid) == {
         "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB3"}
@@ -153,7 +154,7 @@ def test_refused_trait_write_is_left_for_the_reconciler(
     cyborg_conf.register_opts(conf)
     conf([], project="cyborg_lite")
     programmer = programmer_mod.Programmer(
-        conf, db, providers=prog_placement.RegionProviders(
+        conf, db, providers=region_providers.RegionProviders(
             None, client=client))
     summary = reconciler.retry_placement(programmer)
     assert summary["placement_fixed"] == [region.uuid]

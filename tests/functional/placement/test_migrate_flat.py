@@ -18,9 +18,10 @@ import uuid
 
 import pytest
 
-from cyborg_lite.placement import manage
-from cyborg_lite.placement import migrate_flat
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.cmd import manage as cyborg_manage
+from ironic_accel.cmd import manage
+from ironic_accel.placement import migrate_flat
+from accel_common.placement import client as placement_client
 from tests.fixtures import placement as fx
 from tests.functional.placement import documents
 
@@ -172,10 +173,9 @@ def test_mismatched_flat_inventory_is_refused(placement_conn, flat_host):
 
 def test_cli_dry_run_and_apply(placement_server, placement_conn, flat_host,
                                tmp_path, capsys):
-    from cyborg_lite import service
     path = tmp_path / "inventory.json"
     path.write_text(json.dumps(flat_host.doc))
-    conf = service.new_conf()
+    conf = manage.new_conf()
     conf([])
     fx.apply_client_conf(conf, "placement", placement_server.url)
     args = types.SimpleNamespace(host=flat_host.host, inventory=str(path),
@@ -260,10 +260,9 @@ def test_consumer_changed_after_planning_fails_cleanly_and_rerun_works(
 def test_cli_refusal_exits_1_with_the_reason(placement_server,
                                              legacy_named_host, tmp_path,
                                              capsys):
-    from cyborg_lite import service
     path = tmp_path / "inventory.json"
     path.write_text(json.dumps(legacy_named_host.doc))
-    conf = service.new_conf()
+    conf = manage.new_conf()
     conf([])
     fx.apply_client_conf(conf, "placement", placement_server.url)
     args = types.SimpleNamespace(host=legacy_named_host.host,
@@ -273,3 +272,32 @@ def test_cli_refusal_exits_1_with_the_reason(placement_server,
     assert "Refused: " in capsys.readouterr().err
     args.map_resource_class = ["CUSTOM_ACCELERATOR_FPGA=FPGA"]
     assert manage.migrate_flat_command(conf, args) == 0
+
+
+def test_ironic_accel_manage_reads_placement_from_its_config_file(
+        placement_server, placement_conn, flat_host, tmp_path, capsys):
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps(flat_host.doc))
+    config = tmp_path / "ironic.conf"
+    config.write_text("[placement]\nauth_type = admin_token\n"
+                      f"endpoint = {placement_server.url}\ntoken = admin\n")
+    with pytest.raises(SystemExit) as exit_info:
+        manage.main(["--config-file", str(config), "placement",
+                     "migrate-flat", "--host", flat_host.host,
+                     "--inventory", str(path)])
+    assert exit_info.value.code == 0
+    assert "Dry run" in capsys.readouterr().out
+    root = _call(placement_conn, "get",
+                 f"/resource_providers/{flat_host.root}/inventories")
+    assert "FPGA" in root["inventories"], "a dry run changed Placement"
+
+
+def test_cyborg_lite_manage_says_where_migrate_flat_went(tmp_path, capsys):
+    config = tmp_path / "cyborg_lite.conf"
+    config.write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        cyborg_manage.main(["--config-file", str(config), "placement",
+                            "migrate-flat", "--host", "h1", "--apply"])
+    assert exit_info.value.code == 2
+    assert ("moved to 'ironic-accel-manage placement migrate-flat'"
+            in capsys.readouterr().err)

@@ -25,8 +25,8 @@ from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
-from cyborg_lite import periodic_sync
-from ironic_accel.embedded.common import free_port
+from cyborg_lite.inventory import lease as sync_lease
+from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.fixtures import polling
 from tests.functional.placement import test_sync_handles as sync_helpers
@@ -75,14 +75,14 @@ def test_app_picks_up_node_devices_without_command(
         # document in Ironic has none)
         assert handles == expected
         owner, _expires = db_api.periodic_lease_get(
-            cyborg.db, periodic_sync.LEASE_NAME)
+            cyborg.db, sync_lease.LEASE_NAME)
         assert owner
     finally:
         sync_helpers._close(cyborg)
     assert not _sync_threads()
     # Stopping gave the lease up: another worker takes over at once.
     assert db_api.periodic_lease_acquire(
-        cyborg.db, periodic_sync.LEASE_NAME, "next-worker", 60) is True
+        cyborg.db, sync_lease.LEASE_NAME, "next-worker", 60) is True
     cyborg.db.dispose()
 
 
@@ -90,7 +90,7 @@ def test_unreachable_ironic_is_logged_and_retried(tmp_path, caplog):
     dead_url = f"http://127.0.0.1:{free_port()}"
     host = f"down-{uuid.uuid4().hex[:8]}.example.org"
     document = cyborg_fixtures.load_example_inventory(host)
-    caplog.set_level(logging.ERROR, logger="cyborg_lite.periodic_sync")
+    caplog.set_level(logging.ERROR, logger="cyborg_lite.inventory.lease")
     cyborg = _app(tmp_path, dead_url, host, document)
     try:
         polling.wait_for(lambda: len(

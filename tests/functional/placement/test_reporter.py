@@ -20,9 +20,9 @@ from oslo_config import cfg
 import pytest
 
 from ironic_accel import conf as accel_conf
-from ironic_accel.placement import client as placement_client
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
-from ironic_accel.placement import tree
+from accel_common.placement import tree
 from tests.fixtures import placement as fx
 from tests.functional.placement import documents
 

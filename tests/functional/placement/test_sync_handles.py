@@ -27,10 +27,10 @@ from keystoneauth1 import loading as ks_loading
 import sqlalchemy as sa
 
 from cyborg_lite.db import models
-from cyborg_lite.placement import manage as placement_manage
-from cyborg_lite.placement import request_groups
-from ironic_accel.embedded import placement as placement_launcher
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.cmd.manage import inventory as inventory_manage
+from accel_tools import request_groups
+from accel_tools.embedded import placement as placement_launcher
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.functional.placement import documents
@@ -90,7 +90,7 @@ def _cyborg(tmp_path, ironic_server, host, document, **overrides):
 
 
 def _sync(conf, host, capsys):
-    code = placement_manage.sync_ironic_command(
+    code = inventory_manage.sync_ironic_command(
         conf, argparse.Namespace(host=host))
     out, err = capsys.readouterr()
     return code, json.loads(out), err
@@ -116,8 +116,7 @@ def _handles(db, host):
 
 def _close(cyborg):
     services = cyborg.app.extensions["cyborg_lite"]
-    if getattr(services, "programmer", None) is not None:
-        services.programmer.stop()
+    services.stop()
     services.notifier.shutdown()
     cyborg.db.dispose()
 

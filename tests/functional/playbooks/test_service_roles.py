@@ -22,7 +22,7 @@ import time
 
 import requests
 
-from ironic_accel.embedded.common import free_port
+from accel_tools.embedded.common import free_port
 
 from tests.functional.playbooks import ansible_runner
 

@@ -18,7 +18,7 @@ import pytest
 
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
-from cyborg_lite import inventory_sync
+from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import cyborg_server_factory  # noqa: F401
 from tests.fixtures.cyborg_server import make_inventory
@@ -66,7 +66,7 @@ class EmbeddedApi:
             group="database")
         self.db = db_api.Database.from_conf(self.conf)
         self.db.sync()
-        inventory_sync.apply_document(self.db, self.document)
+        inventory_apply.apply_document(self.db, self.document)
         self.app = app_mod.create_app(self.conf, db=self.db)
         self.services = self.app.extensions["cyborg_lite"]
         self.programmer = self.services.programmer
@@ -86,7 +86,7 @@ class EmbeddedApi:
         return env.sim_region(self.state_dir, self.pci, str(index))
 
     def close(self):
-        self.programmer.stop()
+        self.services.stop()
         self.services.notifier.shutdown()
         self.db.dispose()
 

@@ -20,7 +20,7 @@ import uuid
 import requests
 
 from cyborg_lite.agent.drivers import sim
-from ironic_accel.placement import client as placement_client
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures import placement as placement_fixture
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
@@ -171,7 +171,7 @@ def report_to_placement(api, placement_server, conn):
     """Point ``api`` at the real Placement, give its host a compute node
     there and report its document as the conductor would.
 
-    :returns: a :class:`ironic_accel.placement.client.Client` on ``conn``.
+    :returns: a :class:`accel_common.placement.client.Client` on ``conn``.
     """
     placement_fixture.apply_client_conf(api.conf, "placement",
                                         placement_server.url)

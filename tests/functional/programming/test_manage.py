@@ -19,7 +19,7 @@ import sys
 import uuid
 
 from cyborg_lite.db import api as db_api
-from cyborg_lite import inventory_sync
+from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.programming import env
 
@@ -36,7 +36,7 @@ def test_reconcile_fills_pools_and_status_shows_them(tmp_path):
     db_url = f"sqlite:///{tmp_path}/cyborg.sqlite"
     db = db_api.Database(db_url)
     db.sync()
-    inventory_sync.apply_document(db, document)
+    inventory_apply.apply_document(db, document)
     config = tmp_path / "cyborg_lite.conf"
     config.write_text(f"""
 [DEFAULT]

@@ -18,10 +18,9 @@ import contextlib
 
 import openstack
 
-from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
 from cyborg_lite.programming import regions
-from ironic_accel.embedded import common
+from accel_tools.embedded import common
 from tests.fixtures import polling
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
@@ -71,7 +70,7 @@ def test_reconciler_retries_placement_update_after_programming(reported):
     # The function is confirmed and bound; Placement still shows the run.
     region = api.region()
     assert (region.state, region.function_id) == ("ready", "nlb0")
-    assert region.last_error.startswith(programmer_mod.PLACEMENT_FAILED)
+    assert region.last_error.startswith(regions.PLACEMENT_FAILED)
     assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
     assert _function_traits(client, rp) == set()
 
@@ -81,7 +80,7 @@ def test_reconciler_retries_placement_update_after_programming(reported):
     assert summary["placement_failing"] == [region.uuid]
     assert api.region().state == "ready"
     assert api.region().last_error.startswith(
-        programmer_mod.PLACEMENT_FAILED)
+        regions.PLACEMENT_FAILED)
 
     summary = reconciler.reconcile(api.programmer, pools=False)
 

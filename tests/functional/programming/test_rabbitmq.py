@@ -25,8 +25,8 @@ import pytest
 
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.db import api as db_api
-from cyborg_lite import inventory_sync
-from ironic_accel.placement import client as placement_client
+from cyborg_lite.inventory import apply as inventory_apply
+from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.fixtures.cyborg_server import CyborgServer
 from tests.fixtures.cyborg_server import make_inventory
@@ -119,7 +119,7 @@ class Stack:
         self.server.write_config()
         db = db_api.Database(self.db_url)
         db.sync()
-        inventory_sync.apply_document(db, self.host.document)
+        inventory_apply.apply_document(db, self.host.document)
         db.dispose()
         self.host.start()
         self.server.start()

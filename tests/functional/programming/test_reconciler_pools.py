@@ -18,8 +18,8 @@ import os
 import time
 
 from cyborg_lite.agent.drivers import sim
-from cyborg_lite.pools import manage as pools_manage
-from cyborg_lite.pools import policy
+from cyborg_lite.cmd.manage import programming as pools_manage
+from cyborg_lite.programming import pools
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
 from tests.fixtures.cyborg_server import make_inventory
@@ -131,7 +131,7 @@ def test_single_device_in_use_refuses_then_pool_reprograms_it(
     # The pool wants nlb3 but never takes a card with a slot in use.
     summary = reconciler.reconcile(api.programmer, wait=True)
     assert summary["pools"] == {}
-    (row,) = policy.status(api.db, api.conf)
+    (row,) = pools.status(api.db, api.conf)
     assert (row["desired"], row["ready"], row["missing"]) == (1, 0, 1)
 
     assert client.unbind(first)[0] == 202
@@ -139,7 +139,7 @@ def test_single_device_in_use_refuses_then_pool_reprograms_it(
 
     assert summary["pools"] == {"config:nlb3:FPGA": [api.region().uuid]}
     assert api.region().function_id == "nlb3"
-    (row,) = policy.status(api.db, api.conf)
+    (row,) = pools.status(api.db, api.conf)
     assert (row["ready"], row["missing"]) == (1, 0)
     # Now a bind asking for nlb3 needs no programming at all.
     fresh = client.arqs(client.profile("nlb3"))
@@ -170,7 +170,7 @@ def test_pool_fill_does_not_overshoot_and_keeps_other_pools(
     functions = sorted(api.region(i).function_id for i in range(3))
     assert functions == ["gzip", "nlb0", "nlb0"]
     assert {r["name"]: (r["ready"], r["missing"])
-            for r in policy.status(api.db, api.conf)} == {
+            for r in pools.status(api.db, api.conf)} == {
         "config:gzip": (1, 0), "config:nlb0": (2, 0)}
 
 

@@ -16,7 +16,7 @@ from ironic.conf import CONF
 import pytest
 
 from ironic_accel import discovery
-from ironic_accel import inventory
+from accel_common import inventory
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 from tests.unit.ironic_accel.recorded_bmc import recorded_bmc  # noqa: F401
 

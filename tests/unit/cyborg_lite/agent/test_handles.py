@@ -19,7 +19,7 @@ import pytest
 
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.agent import handles
-from ironic_accel import inventory
+from accel_common import inventory
 
 
 @pytest.fixture

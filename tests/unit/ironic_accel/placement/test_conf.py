@@ -12,7 +12,7 @@
 
 from oslo_config import cfg
 
-from ironic_accel import clients
+from accel_common import clients
 from ironic_accel.conf import placement as placement_conf
 
 

@@ -1,0 +1,287 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The provider tree an inventory document asks for (DESIGN §3).
+
+Pure functions: no Placement calls here. One child provider per region of
+each device, under the compute-node provider named ``document["host"]``,
+with traits named as real Cyborg names them (CONTRACT §4) so device
+profiles written for Cyborg keep matching.
+"""
+
+import dataclasses
+import re
+
+import os_resource_classes as orc
+import os_traits
+
+from accel_common import inventory
+
+#: Placement's limit on provider names.
+MAX_NAME_LENGTH = 200
+
+_TRAIT_RE = re.compile(r"^[A-Z0-9_]{1,255}$")
+
+#: Vendor names by PCI vendor id, for documents without ``vendor``; the
+#: names are those real Cyborg drivers put into traits.
+VENDOR_NAMES = {
+    "0x8086": "INTEL",
+    "0x10ee": "XILINX",
+    "0x1bd4": "INSPUR",
+    "0x10de": "NVIDIA",
+    "0x19e5": "HUAWEI",
+    "0x1002": "AMD",
+}
+
+#: Prefixes of the traits the reporter owns: a trait with one of these
+#: prefixes that the document no longer asks for is removed. Function
+#: traits (``CUSTOM_FPGA_FUNCTION_ID_``) are excluded: cyborg_lite owns
+#: them once a region is programmed.
+OWNED_TRAIT_PREFIXES = ("OWNER_CYBORG", "CUSTOM_FPGA_", "CUSTOM_NVIDIA_",
+                        "CUSTOM_GPU_", "CUSTOM_PCI_")
+
+#: Marks a provider the reporter kept with ``reserved = total`` because its
+#: device vanished while allocations still used it.
+RETIRED_TRAIT = "CUSTOM_ACCEL_RETIRED"
+
+
+class InvalidTree(ValueError):
+    """The document cannot be turned into a provider tree."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Provider:
+    """One desired child provider (one region of one device)."""
+
+    uuid: str
+    name: str
+    resource_class: str
+    total: int
+    traits: frozenset
+    #: The function trait the document reports (set only when the provider
+    #: carries no function trait yet), or None.
+    function_trait: str | None
+    device_id: str
+    region_id: str
+    pci_address: str
+    #: False when the document lists no ``attach_handles`` for the region
+    #: (out of band, before cyborg_lite's agent discovered them in-band).
+    handles_known: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    """The desired tree: parent host name and its accelerator children."""
+
+    host: str
+    providers: tuple
+
+    def by_uuid(self):
+        """``{uuid: Provider}``."""
+        return {p.uuid: p for p in self.providers}
+
+
+def vendor_name(device):
+    """The vendor fragment of trait names (``INTEL``, ``XILINX``, ...)."""
+    if device.get("vendor"):
+        return inventory.trait_fragment(device["vendor"])
+    known = VENDOR_NAMES.get(device["vendor_id"].lower())
+    return known or _hex(device["vendor_id"])
+
+
+def _hex(value):
+    return value.lower().removeprefix("0x").upper()
+
+
+def identity_traits(device, region=None):
+    """The identity traits of one device's provider, as real Cyborg names them.
+
+    :param device: a device of an inventory document.
+    :param region: the region (its MDEV handles name vGPU types).
+    :returns: a set of trait names, all valid os-traits names.
+    """
+    vendor = vendor_name(device)
+    product_id = _hex(device["product_id"])
+    traits = {os_traits.OWNER_CYBORG}
+    if device["type"] == "FPGA":
+        product = (inventory.trait_fragment(device["model"])
+                   if device.get("model") else product_id)
+        traits |= {f"CUSTOM_FPGA_{vendor}",
+                   f"CUSTOM_FPGA_{vendor}_{product}",
+                   # NOTE(accel): Xilinx/Inspur drivers name the product by
+                   # PCI id; keeping both lets either kind of profile match.
+                   f"CUSTOM_FPGA_PRODUCT_ID_{product_id}"}
+    elif device["type"] == "GPU" and vendor == "NVIDIA":
+        traits.add(f"CUSTOM_NVIDIA_{product_id}")
+        for handle in (region or {}).get("attach_handles", []):
+            if handle.get("mdev_type"):
+                vgpu = inventory.trait_fragment(
+                    handle["mdev_type"].removeprefix("nvidia-"))
+                traits.add(f"CUSTOM_NVIDIA_{product_id}_{vgpu}")
+    elif device["type"] == "GPU":
+        traits |= {f"CUSTOM_GPU_{vendor}",
+                   f"CUSTOM_GPU_PRODUCT_ID_{product_id}"}
+    else:
+        traits |= {f"CUSTOM_PCI_{vendor}",
+                   f"CUSTOM_PCI_PRODUCT_ID_{product_id}"}
+    for trait in traits:
+        check_trait(trait)
+    return traits
+
+
+def check_trait(name):
+    """Raise InvalidTree unless ``name`` is a valid trait name."""
+    if not _TRAIT_RE.match(name):
+        raise InvalidTree(f"trait {name!r} is not a valid trait name "
+                          "(upper case letters, digits and _ only)")
+    if not os_traits.is_custom(name) and name not in _standard_traits():
+        raise InvalidTree(f"trait {name!r} is neither CUSTOM_ nor standard")
+    return name
+
+
+_STANDARD_TRAITS = set()
+
+
+def _standard_traits():
+    if not _STANDARD_TRAITS:
+        _STANDARD_TRAITS.update(os_traits.get_traits())
+    return _STANDARD_TRAITS
+
+
+def is_standard_resource_class(name):
+    """True for a resource class Placement knows without creating it."""
+    return name in orc.STANDARDS
+
+
+def provider_name(host, device, region):
+    """``<host>_<pci address>[_<region>]`` (region only for multi-region)."""
+    name = f"{host}_{device['pci_address']}"
+    if len(device["regions"]) > 1:
+        name = f"{name}_{region['id']}"
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTree(
+            f"provider name {name!r} is longer than Placement's "
+            f"{MAX_NAME_LENGTH} characters; shorten the host name")
+    return name
+
+
+def desired_tree(document):
+    """The provider tree an inventory document asks for.
+
+    :param document: an inventory document (validated here).
+    :raises accel_common.inventory.InvalidInventory: on a bad document.
+    :raises InvalidTree: when a name or resource class cannot be reported.
+    :returns: a :class:`Tree`.
+    """
+    inventory.validate(document)
+    host = document["host"]
+    providers = []
+    for device in document["devices"]:
+        for region in device["regions"]:
+            rc = region["resource_class"]
+            if not (is_standard_resource_class(rc) or orc.is_custom(rc)):
+                raise InvalidTree(
+                    f"device {device['id']} region {region['id']}: resource "
+                    f"class {rc!r} is neither standard nor CUSTOM_")
+            function = None
+            if region.get("function_id"):
+                function = check_trait(inventory.function_trait(
+                    vendor_name(device), region["function_id"]))
+            providers.append(Provider(
+                uuid=region["rp_uuid"],
+                name=provider_name(host, device, region),
+                resource_class=rc,
+                total=len(region.get("attach_handles") or []) or 1,
+                traits=frozenset(identity_traits(device, region)),
+                function_trait=function,
+                device_id=device["id"],
+                region_id=region["id"],
+                pci_address=device["pci_address"],
+                handles_known="attach_handles" in region))
+    return Tree(host=host, providers=tuple(providers))
+
+
+def is_owned_trait(name):
+    """True for a trait whose presence the reporter decides."""
+    return (name.startswith(OWNED_TRAIT_PREFIXES)
+            and not name.startswith(inventory.FUNCTION_TRAIT_PREFIX))
+
+
+def merge_traits(current, provider):
+    """The trait set a provider should have, keeping what others own.
+
+    Keeps every trait the reporter does not own (operator traits, function
+    traits cyborg_lite set); replaces the owned ones with the desired
+    identity traits; adds the document's function trait only when the
+    provider has no function trait at all.
+
+    :param current: the provider's traits now (iterable of names).
+    :param provider: the desired :class:`Provider`.
+    :returns: a set of trait names.
+    """
+    current = set(current)
+    merged = {t for t in current
+              if not is_owned_trait(t) and t != RETIRED_TRAIT}
+    merged |= provider.traits
+    has_function = any(t.startswith(inventory.FUNCTION_TRAIT_PREFIX)
+                       for t in current)
+    if provider.function_trait and not has_function:
+        merged.add(provider.function_trait)
+    return merged
+
+
+def merge_inventory(current, provider, revive=False):
+    """The inventories a provider should have, keeping what others own.
+
+    The reporter owns ``total`` and ``max_unit`` of the provider's resource
+    class; ``reserved``, ``min_unit``, ``step_size`` and
+    ``allocation_ratio`` keep their current values (cyborg_lite sets
+    ``reserved`` while it programs a region). ``reserved`` is clamped to the
+    new total, since Placement refuses ``reserved > total``. Another class
+    left over from a changed document is dropped. When the document does
+    not know the region's handles, an existing ``total``/``max_unit`` of
+    the class is kept: cyborg_lite set it from the handles its agent
+    discovered in-band, and resetting it to 1 would fight that writer.
+
+    :param current: ``{rc: inventory dict}`` as Placement returns it.
+    :param provider: the desired :class:`Provider`.
+    :param revive: the reporter itself set ``reserved`` when the device
+        vanished (the provider carries :data:`RETIRED_TRAIT`) and the device
+        is back: ``reserved`` returns to 0.
+    :returns: ``{rc: inventory dict}``.
+    """
+    old = dict(current.get(provider.resource_class) or {})
+    record = {key: old[key] for key in
+              ("reserved", "min_unit", "step_size", "allocation_ratio")
+              if key in old}
+    if revive:
+        record["reserved"] = 0
+    total = max_unit = provider.total
+    if not provider.handles_known and old.get("total"):
+        total = old["total"]
+        max_unit = min(old.get("max_unit") or total, total)
+    record["total"] = total
+    record["max_unit"] = max_unit
+    if record.get("reserved", 0) > total:
+        record["reserved"] = total
+    return {provider.resource_class: record}
+
+
+def inventory_equal(current, desired):
+    """True when Placement's inventories already hold ``desired``."""
+    if set(current) != set(desired):
+        return False
+    for rc, record in desired.items():
+        for key, value in record.items():
+            if current[rc].get(key) != value:
+                return False
+    return True

@@ -1,0 +1,32 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``cyborg-lite-manage db sync``: create or upgrade the schema."""
+
+from cyborg_lite.db import api as db_api
+
+
+def db_sync(conf, args):
+    """Create or upgrade the schema."""
+    db = db_api.Database.from_conf(conf)
+    db.sync()
+    print(f"Database schema is at the newest revision "
+          f"({db_api.migration.current(db.engine)}).")
+    return 0
+
+
+def add_commands(subparsers):
+    """Add the ``db`` command group."""
+    parser = subparsers.add_parser("db", help="database schema")
+    sub = parser.add_subparsers(dest="action", required=True)
+    sub.add_parser("sync", help="create or upgrade the schema").set_defaults(
+        func=db_sync)

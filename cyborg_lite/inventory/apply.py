@@ -1,0 +1,338 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""Apply an inventory document (DESIGN.md §3) to the database.
+
+Independent of where the document came from (a file, an Ironic node): the
+caller passes the decoded document. Devices, deployables (one per region,
+``rp_uuid`` from the document) and attach handles of ``document["host"]``
+are created, updated or retired so the database matches the document.
+An attach handle in use is never removed under a bound ARQ: it (and its
+deployable and device) is marked ``retired`` and keeps working until the
+ARQ is unbound; the next sync then removes it. Applying the same document
+twice changes nothing.
+
+A region's ``function_id`` in the document is what the BMC last reported;
+the function cyborg_lite loads in-band (a bind or a pool) is its own. The
+document's value is taken when a region is first imported and afterwards
+only when it differs from what the document reported before (see
+:func:`_sync_function`).
+"""
+
+import collections
+import logging
+
+import sqlalchemy as sa
+from sqlalchemy.orm import attributes
+
+from cyborg_lite.db import api as db_api
+from cyborg_lite.db import models
+from cyborg_lite.programming import regions
+from accel_common import inventory
+from accel_common.placement import tree
+
+LOG = logging.getLogger(__name__)
+
+
+def _set(row, values):
+    changed = False
+    for key, value in values.items():
+        if getattr(row, key) != value:
+            setattr(row, key, value)
+            changed = True
+    return changed
+
+
+def _deployable_name(host, device, region):
+    name = f"{host}_{device['pci_address']}"
+    if len(device["regions"]) > 1:
+        name += f"_{region['id']}"
+    return name
+
+
+class _Summary:
+    def __init__(self):
+        self.counts = collections.defaultdict(collections.Counter)
+        #: regions whose function the document changed (out of band):
+        #: [{"rp_uuid", "function_id", "trait"}], for Placement.
+        self.functions_taken = []
+
+    def add(self, kind, what):
+        self.counts[kind][what] += 1
+
+    def as_dict(self, host):
+        result = {"host": host}
+        for kind in ("devices", "deployables", "attach_handles"):
+            counter = self.counts[kind]
+            result[kind] = {k: counter[k] for k in
+                            ("created", "updated", "unchanged", "retired",
+                             "deleted")}
+        result["functions_taken"] = self.functions_taken
+        result["changed"] = any(
+            counter[k] for counter in self.counts.values()
+            for k in ("created", "updated", "retired", "deleted"))
+        return result
+
+
+def _sync_handles(session, deployable, wanted, summary):
+    """Make ``deployable``'s handles match ``wanted`` (None: leave them)."""
+    existing = session.execute(
+        sa.select(models.AttachHandle).where(
+            models.AttachHandle.deployable_id == deployable.id)
+    ).scalars().all()
+    if wanted is None:
+        return sum(1 for h in existing if not h.retired)
+    by_key = {(h.pci_address, h.mdev_type): h for h in existing}
+    seen = set()
+    for item in wanted:
+        key = (item["pci_address"].lower(), item.get("mdev_type", ""))
+        seen.add(key)
+        values = {"type": item["type"],
+                  "physical_network": item.get("physical_network"),
+                  "retired": False}
+        handle = by_key.get(key)
+        if handle is None:
+            session.add(models.AttachHandle(
+                uuid=db_api.new_uuid(), deployable_id=deployable.id,
+                pci_address=key[0], mdev_type=key[1], in_use=False,
+                **values))
+            summary.add("attach_handles", "created")
+        elif _set(handle, values):
+            summary.add("attach_handles", "updated")
+        else:
+            summary.add("attach_handles", "unchanged")
+    for key, handle in by_key.items():
+        if key not in seen:
+            _retire_handle(session, handle, summary)
+    return len(wanted)
+
+
+def _retire_handle(session, handle, summary):
+    if handle.in_use:
+        if not handle.retired:
+            handle.retired = True
+            summary.add("attach_handles", "retired")
+        return True
+    session.delete(handle)
+    summary.add("attach_handles", "deleted")
+    return False
+
+
+def _retire_deployable(session, deployable, summary):
+    """Remove a deployable gone from the document; keep it (retired) while
+    one of its handles is in use. :returns: True when kept."""
+    handles = session.execute(
+        sa.select(models.AttachHandle).where(
+            models.AttachHandle.deployable_id == deployable.id)
+    ).scalars().all()
+    kept = [h for h in handles if _retire_handle(session, h, summary)]
+    if kept:
+        if not deployable.retired:
+            deployable.retired = True
+            summary.add("deployables", "retired")
+        return True
+    session.execute(sa.delete(models.Attribute).where(
+        models.Attribute.deployable_id == deployable.id))
+    session.flush()
+    session.delete(deployable)
+    summary.add("deployables", "deleted")
+    return False
+
+
+def _sync_attributes(session, deployable, region):
+    """Keep the attributes the inventory owns (``rc``); leave the others.
+
+    Attributes an admin created through the API are not the document's to
+    remove.
+    """
+    wanted = {"rc": region["resource_class"]}
+    existing = session.execute(
+        sa.select(models.Attribute).where(
+            models.Attribute.deployable_id == deployable.id,
+            models.Attribute.key.in_(list(wanted)))
+        .order_by(models.Attribute.id)).scalars().all()
+    for attr in existing:
+        if wanted.get(attr.key) == attr.value:
+            wanted.pop(attr.key)
+        else:
+            session.delete(attr)
+    for key, value in wanted.items():
+        session.add(models.Attribute(uuid=db_api.new_uuid(),
+                                     deployable_id=deployable.id, key=key,
+                                     value=value))
+
+
+def _sync_function(session, deployable, region):
+    """Take the document's ``function_id`` for an existing region only when
+    it is news.
+
+    A BMC rarely learns of an in-band (partial) reconfiguration, so the
+    document keeps reporting the function it saw last. A reported value
+    that differs from the one remembered at the previous sync means the
+    function was changed out of band (e.g. a whole-card image loaded by
+    Ironic): it becomes the region's function, and the ``bitstream_id``
+    cyborg_lite loaded before no longer runs. The same value again leaves
+    the region's function alone; so does ``null`` (nothing reported). A
+    region in ``programming`` belongs to its programmer: its function is
+    not touched, but the report is remembered, so that it cannot later
+    pass for news over the function the programming loads.
+
+    :returns: ``(changed, taken)``: whether the row changed, and whether
+        its function is now the reported one because of this report.
+    """
+    reported = region.get("function_id")
+    if reported is None or reported == deployable.reported_function_id:
+        return False, False
+    deployable.reported_function_id = reported
+    if (deployable.function_id == reported
+            or deployable.state == regions.PROGRAMMING):
+        return True, False
+    running = deployable.function_id
+    # NOTE(cyborg_lite): conditional on what was read, so a programming
+    # that started or finished since then keeps the region (it is newer
+    # than the document, which was read before this transaction).
+    took = session.execute(
+        sa.update(models.Deployable)
+        .where(models.Deployable.id == deployable.id,
+               models.Deployable.state != regions.PROGRAMMING,
+               models.Deployable.function_id.is_not_distinct_from(running))
+        .values(function_id=reported, bitstream_id=None,
+                updated_at=models.utcnow())
+        .execution_options(synchronize_session=False)).rowcount == 1
+    if took:
+        for key, value in (("function_id", reported),
+                           ("bitstream_id", None)):
+            attributes.set_committed_value(deployable, key, value)
+        LOG.info("Region %s: the inventory document reports function %r "
+                 "(was %r): loaded out of band, taken", deployable.uuid,
+                 reported, running)
+    return True, took
+
+
+def _sync_device(session, host, doc_device, device, summary):
+    values = {"type": doc_device["type"],
+              "vendor": doc_device["vendor_id"],
+              "model": doc_device.get("model") or doc_device["product_id"],
+              "std_board_info": {
+                  "vendor_id": doc_device["vendor_id"],
+                  "product_id": doc_device["product_id"],
+                  "vendor": doc_device.get("vendor"),
+                  "pci_address": doc_device["pci_address"].lower()},
+              "pci_address": doc_device["pci_address"].lower(),
+              "program_mode": doc_device["program_mode"],
+              "firmware_version": doc_device.get("firmware_version"),
+              "retired": False}
+    if device is None:
+        device = models.Device(uuid=db_api.new_uuid(), hostname=host,
+                               source_id=doc_device["id"], status="enabled",
+                               **values)
+        session.add(device)
+        session.flush()
+        summary.add("devices", "created")
+        changed = True
+    else:
+        changed = _set(device, values)
+    deployables = {d.region_id: d for d in session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.device_id == device.id)).scalars()}
+    seen = set()
+    for region in doc_device["regions"]:
+        seen.add(region["id"])
+        dep = deployables.get(region["id"])
+        values = {"name": _deployable_name(host, doc_device, region),
+                  "rp_uuid": region["rp_uuid"],
+                  "resource_class": region["resource_class"],
+                  "retired": False}
+        if dep is None:
+            dep = models.Deployable(
+                uuid=db_api.new_uuid(), device_id=device.id,
+                region_id=region["id"], num_accelerators=0,
+                state=regions.READY, function_id=region.get("function_id"),
+                reported_function_id=region.get("function_id"), **values)
+            session.add(dep)
+            session.flush()
+            summary.add("deployables", "created")
+            dep_changed = None
+        else:
+            dep_changed = _set(dep, values)
+            function_changed, taken = _sync_function(session, dep, region)
+            dep_changed = function_changed or dep_changed
+            if taken:
+                summary.functions_taken.append({
+                    "rp_uuid": dep.rp_uuid, "function_id": dep.function_id,
+                    "trait": inventory.function_trait(
+                        tree.vendor_name(doc_device), dep.function_id)})
+        count = _sync_handles(session, dep, region.get("attach_handles"),
+                              summary)
+        resized = _set(dep, {"num_accelerators": max(count, 1)})
+        if dep_changed is not None:
+            dep_changed = dep_changed or resized
+        _sync_attributes(session, dep, region)
+        if dep_changed:
+            summary.add("deployables", "updated")
+        elif dep_changed is False:
+            summary.add("deployables", "unchanged")
+    for region_id, dep in deployables.items():
+        if region_id not in seen:
+            _retire_deployable(session, dep, summary)
+    return device, changed
+
+
+def _apply(session, document):
+    host = document["host"]
+    summary = _Summary()
+    devices = {d.source_id: d for d in session.execute(
+        sa.select(models.Device).where(models.Device.hostname == host)
+    ).scalars()}
+    for doc_device in document["devices"]:
+        existing = devices.get(doc_device["id"])
+        _, changed = _sync_device(session, host, doc_device, existing,
+                                  summary)
+        if existing is not None:
+            summary.add("devices", "updated" if changed else "unchanged")
+    wanted = {d["id"] for d in document["devices"]}
+    for source_id, device in devices.items():
+        if source_id in wanted:
+            continue
+        deployables = session.execute(
+            sa.select(models.Deployable).where(
+                models.Deployable.device_id == device.id)).scalars().all()
+        kept = [d for d in deployables
+                if _retire_deployable(session, d, summary)]
+        if kept:
+            if not device.retired:
+                device.retired = True
+                summary.add("devices", "retired")
+        else:
+            session.flush()
+            session.delete(device)
+            summary.add("devices", "deleted")
+    return summary.as_dict(host)
+
+
+def apply_document(db, document):
+    """Validate ``document`` and make the database match it, in one
+    transaction.
+
+    :param db: a :class:`cyborg_lite.db.api.Database`.
+    :param document: the decoded inventory document.
+    :raises accel_common.inventory.InvalidInventory: naming the bad field;
+        nothing is changed.
+    :returns: a summary: per kind (devices, deployables, attach_handles)
+        the counts created/updated/unchanged/retired/deleted,
+        ``functions_taken`` (the regions whose function the document
+        changed, with their function trait, for Placement) and
+        ``changed``.
+    """
+    inventory.validate(document)
+    return db.run(_apply, document)

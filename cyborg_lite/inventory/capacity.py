@@ -1,0 +1,118 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Offer the attach handles learned in-band as Placement capacity.
+
+The reporter (ironic_accel) writes ``total == max_unit ==`` 1 for a region
+whose document lists no handles, and keeps an existing total while the
+document still lists none. Once cyborg_lite's agent discovered the
+region's handles, :func:`offer_handles` raises ``total`` and ``max_unit``
+of the region's provider to the handle count, generation-checked, never
+below what is allocated, with ``reserved`` clamped to the new total.
+Providers the reporter has not created yet are left alone: their existence
+is the reporter's.
+"""
+
+import logging
+
+from accel_common.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+UPDATED = "updated"
+UNCHANGED = "unchanged"
+#: The provider, or its inventory of the region's class, does not exist.
+ABSENT = "absent"
+
+
+class CapacityError(Exception):
+    """A provider kept changing while its capacity was written."""
+
+
+def _wanted(record, count, used):
+    total = max(count, used)
+    want = dict(record, total=total, max_unit=total)
+    want["reserved"] = min(record.get("reserved", 0), total)
+    return want
+
+
+def set_capacity(client, rp_uuid, resource_class, count, retries=4):
+    """Make ``rp_uuid`` offer ``count`` units of ``resource_class``.
+
+    :param client: an :class:`accel_common.placement.client.Client`.
+    :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
+    :raises CapacityError: after ``retries + 1`` generation conflicts.
+    :raises accel_common.placement.client.PlacementError: any other
+        refusal.
+    """
+    def write():
+        try:
+            generation, inventories = client.inventories(rp_uuid)
+        except placement_client.PlacementError as exc:
+            if exc.status == 404:
+                return ABSENT
+            raise
+        record = inventories.get(resource_class)
+        if record is None:
+            return ABSENT
+        # NOTE(accel): read after the inventory: a new allocation bumps the
+        # generation, so the write below fails instead of going under it.
+        used = client.usages(rp_uuid).get(resource_class, 0)
+        want = _wanted(record, count, used)
+        if all(record.get(k) == v for k, v in want.items()):
+            return UNCHANGED
+        if used > count:
+            LOG.warning("Provider %s: %d %s allocated but %d attach "
+                        "handle(s) found; total kept at %d", rp_uuid, used,
+                        resource_class, count, used)
+        client.set_inventories(rp_uuid, generation,
+                               dict(inventories, **{resource_class: want}))
+        LOG.info("Provider %s: %s total %s -> %s (attach handles "
+                 "discovered in-band)", rp_uuid, resource_class,
+                 record.get("total"), want["total"])
+        return UPDATED
+
+    return client.retry_on_conflict(
+        write, retries, rp_uuid, "its capacity was written",
+        gave_up=lambda conflict: CapacityError(
+            f"provider {rp_uuid} kept changing: gave up after "
+            f"{retries + 1} attempts"))
+
+
+def offer_handles(client, document, regions):
+    """Set each listed region's capacity to its attach handle count.
+
+    :param client: an :class:`accel_common.placement.client.Client`.
+    :param document: the inventory document with the discovered handles.
+    :param regions: ``pci-address/region-id`` labels of the regions whose
+        handles were learned in-band (see
+        :func:`cyborg_lite.inventory.handle_discovery.fill_handles`).
+    :returns: ``{rp uuid: outcome}``; an outcome is :data:`UPDATED`,
+        :data:`UNCHANGED`, :data:`ABSENT` or ``"failed: <reason>"`` (the
+        next sync tries again).
+    """
+    wanted = set(regions)
+    outcomes = {}
+    for device in document["devices"]:
+        for region in device["regions"]:
+            label = f"{device['pci_address'].lower()}/{region['id']}"
+            if label not in wanted or "attach_handles" not in region:
+                continue
+            try:
+                outcomes[region["rp_uuid"]] = set_capacity(
+                    client, region["rp_uuid"], region["resource_class"],
+                    len(region["attach_handles"]))
+            except (CapacityError, placement_client.PlacementError) as exc:
+                LOG.warning("Host %s: capacity of provider %s not set: %s",
+                            document["host"], region["rp_uuid"], exc)
+                outcomes[region["rp_uuid"]] = f"failed: {exc}"
+    return outcomes

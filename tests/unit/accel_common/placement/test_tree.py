@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import copy
+import json
+import os
+
+import os_traits
+import pytest
+
+from accel_common import inventory
+from accel_common.placement import tree
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..",
+                       "etc", "cyborg_lite", "inventory.example.json")
+
+
+@pytest.fixture
+def doc():
+    with open(EXAMPLE) as f:
+        return json.load(f)
+
+
+def _provider(doc, device_index, region_index=0):
+    rp_uuid = doc["devices"][device_index]["regions"][region_index]["rp_uuid"]
+    return tree.desired_tree(doc).by_uuid()[rp_uuid]
+
+
+def test_desired_tree_one_provider_per_region(doc):
+    desired = tree.desired_tree(doc)
+    assert desired.host == "compute-1.example.org"
+    assert [p.uuid for p in desired.providers] == [
+        r["rp_uuid"] for d in doc["devices"] for r in d["regions"]]
+
+
+def test_names_carry_region_only_for_multi_region_devices(doc):
+    assert _provider(doc, 0, 1).name == "compute-1.example.org_0000:5e:00.0_1"
+    assert _provider(doc, 1).name == "compute-1.example.org_0000:af:00.0"
+
+
+def test_total_is_handle_count_or_one(doc):
+    assert _provider(doc, 0).total == 4
+    del doc["devices"][0]["regions"][0]["attach_handles"]
+    assert _provider(doc, 0).total == 1
+
+
+def test_fpga_traits_named_as_cyborg_names_them(doc):
+    assert _provider(doc, 0).traits == {
+        "OWNER_CYBORG", "CUSTOM_FPGA_INTEL", "CUSTOM_FPGA_INTEL_PAC_ARRIA10",
+        "CUSTOM_FPGA_PRODUCT_ID_0B30"}
+
+
+def test_nvidia_gpu_traits(doc):
+    assert _provider(doc, 1).traits == {"OWNER_CYBORG", "CUSTOM_NVIDIA_1EB8"}
+
+
+def test_nvidia_vgpu_type_trait(doc):
+    region = doc["devices"][1]["regions"][0]
+    region["resource_class"] = "VGPU"
+    region["attach_handles"] = [{"type": "MDEV", "pci_address": "0000:af:00.0",
+                                 "mdev_type": "nvidia-222"}]
+    assert "CUSTOM_NVIDIA_1EB8_222" in _provider(doc, 1).traits
+
+
+def test_vendor_from_pci_id_when_name_missing(doc):
+    doc["devices"][0]["vendor"] = None
+    doc["devices"][0]["vendor_id"] = "0x10EE"
+    assert "CUSTOM_FPGA_XILINX" in _provider(doc, 0).traits
+    doc["devices"][0]["vendor_id"] = "0xabcd"
+    assert "CUSTOM_FPGA_ABCD" in _provider(doc, 0).traits
+
+
+def test_function_trait_is_valid_even_with_dashes(doc):
+    doc["devices"][0]["regions"][0]["function_id"] = "gzip-1.1"
+    trait = _provider(doc, 0).function_trait
+    assert trait == "CUSTOM_FPGA_FUNCTION_ID_INTEL_GZIP_1_1"
+    assert os_traits.is_custom(trait)
+
+
+def test_all_traits_are_valid_names(doc):
+    for provider in tree.desired_tree(doc).providers:
+        for trait in provider.traits:
+            assert tree.check_trait(trait) == trait
+
+
+def test_bad_resource_class_is_refused(doc):
+    doc["devices"][0]["regions"][0]["resource_class"] = "ACCELERATOR"
+    with pytest.raises(tree.InvalidTree, match="neither standard nor"):
+        tree.desired_tree(doc)
+
+
+def test_overlong_name_is_refused(doc):
+    doc["host"] = "h" * 190
+    with pytest.raises(tree.InvalidTree, match="longer than Placement"):
+        tree.desired_tree(doc)
+
+
+def test_invalid_document_names_the_field(doc):
+    del doc["host"]
+    with pytest.raises(inventory.InvalidInventory, match="host"):
+        tree.desired_tree(doc)
+
+
+def test_merge_traits_keeps_what_others_own(doc):
+    provider = _provider(doc, 0)
+    current = {"CUSTOM_RACK_A", "CUSTOM_FPGA_FUNCTION_ID_INTEL_GZIP",
+               "CUSTOM_FPGA_INTEL_OLD_MODEL", tree.RETIRED_TRAIT}
+    merged = tree.merge_traits(current, provider)
+    assert merged == provider.traits | {
+        "CUSTOM_RACK_A", "CUSTOM_FPGA_FUNCTION_ID_INTEL_GZIP"}
+
+
+def test_merge_traits_adds_document_function_only_when_none(doc):
+    doc["devices"][0]["regions"][0]["function_id"] = "crc"
+    provider = _provider(doc, 0)
+    assert provider.function_trait in tree.merge_traits(set(), provider)
+    other = tree.merge_traits({"CUSTOM_FPGA_FUNCTION_ID_INTEL_GZIP"},
+                              provider)
+    assert provider.function_trait not in other
+
+
+def test_merge_inventory_preserves_reserved_and_ratios(doc):
+    provider = _provider(doc, 0)
+    current = {"FPGA": {"total": 2, "max_unit": 2, "reserved": 2,
+                        "min_unit": 1, "step_size": 1,
+                        "allocation_ratio": 1.0}}
+    merged = tree.merge_inventory(current, provider)
+    assert merged == {"FPGA": {"total": 4, "max_unit": 4, "reserved": 2,
+                               "min_unit": 1, "step_size": 1,
+                               "allocation_ratio": 1.0}}
+    assert not tree.inventory_equal(current, merged)
+    assert tree.inventory_equal(merged, copy.deepcopy(merged))
+
+
+def test_merge_inventory_clamps_reserved_and_revives(doc):
+    provider = _provider(doc, 1)  # total 1
+    current = {"PGPU": {"total": 3, "max_unit": 3, "reserved": 3}}
+    assert tree.merge_inventory(current, provider)["PGPU"]["reserved"] == 1
+    assert tree.merge_inventory(current, provider, revive=True)["PGPU"][
+        "reserved"] == 0
+
+
+def test_merge_inventory_drops_a_changed_class(doc):
+    provider = _provider(doc, 1)
+    merged = tree.merge_inventory({"CUSTOM_OLD": {"total": 1}}, provider)
+    assert set(merged) == {"PGPU"}
