@@ -62,7 +62,7 @@ def connection(conf, group):
     :returns: ``openstack.connection.Connection``; use the proxy of the
         service, e.g. ``conn.placement``.
     """
-    # NOTE: openstack is imported here, not at module load: it costs about a
+    # NOTE(accel): openstack is imported here, not at module load: it costs about a
     # second, which every agent and API process would otherwise pay at start.
     import openstack
     from openstack.config import cloud_region

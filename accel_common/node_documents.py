@@ -19,7 +19,7 @@ pure selection logic: which documents to use and why others are skipped.
 """
 
 import dataclasses
-import logging
+from oslo_log import log as logging
 
 from accel_common import inventory
 

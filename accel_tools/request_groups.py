@@ -24,7 +24,7 @@ string is sorted as Nova sorts it. Used to check what Nova will get from
 """
 
 import dataclasses
-import logging
+from oslo_log import log as logging
 import re
 from urllib import parse
 

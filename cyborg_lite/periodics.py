@@ -32,7 +32,7 @@ decides who does what (conditional updates, claims and leases).
 """
 
 import dataclasses
-import logging
+from oslo_log import log as logging
 import threading
 import typing
 

@@ -26,14 +26,14 @@ import re
 from ironic.common import exception
 from ironic.conf import CONF
 from ironic import objects
-from oslo_log import log
+from oslo_log import log as logging
 from sushy.resources.system import constants as sys_cons
 
 from ironic_accel import conf as accel_conf
 from accel_common import inventory
 from ironic_accel import redfish_gateway as gateway
 
-LOG = log.getLogger(__name__)
+LOG = logging.getLogger(__name__)
 
 accel_conf.register_opts(CONF)
 

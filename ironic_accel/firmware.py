@@ -36,10 +36,11 @@ from ironic.conf import CONF
 from ironic.drivers import base
 from ironic.drivers.modules.redfish import firmware as redfish_firmware
 from ironic.drivers.modules.redfish import utils as redfish_utils
-from oslo_log import log
+from oslo_log import log as logging
 from oslo_utils import timeutils
 import sushy
 
+from ironic_accel import exception as accel_exception
 from ironic_accel import conf as accel_conf
 from ironic_accel import discovery
 from accel_common import inventory
@@ -47,7 +48,7 @@ from ironic_accel.placement import periodic as placement_periodic
 from ironic_accel import redfish_gateway as gateway
 from ironic_accel import step_settings
 
-LOG = log.getLogger(__name__)
+LOG = logging.getLogger(__name__)
 
 accel_conf.register_opts(CONF)
 
@@ -316,17 +317,17 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         item = state["queue"][state["index"]]
         device = item["device"]
         if _seconds_since(item["started_at"]) > CONF.ironic_accel.task_timeout:
-            raise gateway.AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"update task {item['monitor']} did not finish within "
                        f"{CONF.ironic_accel.task_timeout} seconds")
         try:
             status = gateway.poll_task(node, device, item["monitor"])
-        except gateway.BMCUnavailable as exc:
+        except accel_exception.BMCUnavailable as exc:
             since = item.setdefault("unreachable_since", _now())
             limit = CONF.ironic_accel.bmc_unavailable_timeout
             if _seconds_since(since) > limit:
-                raise gateway.BMCUnavailable(
+                raise accel_exception.BMCUnavailable(
                     node=node.uuid, device=device,
                     reason=f"no answer for more than {limit} seconds while "
                            f"polling task {item['monitor']}: {exc}")
@@ -353,7 +354,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             node.touch_provisioning()
             return
         if not status.succeeded:
-            raise gateway.AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"update task with image {item['url']} ended in "
                        f"state {status.state}, status {status.health}: "
@@ -381,7 +382,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             expected = item["version"]
             if (expected and now != expected) or (
                     not expected and now == item["before"]):
-                raise gateway.AcceleratorBMCError(
+                raise accel_exception.AcceleratorBMCError(
                     node=node.uuid, device=device,
                     reason=f"the BMC reported the update with {item['url']} "
                            f"complete but the firmware version is still "
@@ -394,13 +395,13 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 loaded = sorted({(f.uuid if f is not None else None) or ""
                                  for f in proc.slot_functions.values()})
         if loaded is None:
-            raise gateway.AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"the device {item['uri']} is gone after programming")
         wanted = item["function_id"]
         if (wanted and loaded != [wanted]) or (
                 not wanted and loaded in ([""], [])):
-            raise gateway.AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"after loading {item['url']} the device runs "
                        f"{loaded or 'nothing'}, expected "

@@ -34,7 +34,7 @@ from ironic.common import exception
 from ironic.common.i18n import _
 from ironic.conf import CONF
 from ironic.drivers.modules.redfish import utils as redfish_utils
-from oslo_log import log
+from oslo_log import log as logging
 import sushy
 from sushy import connector as sushy_connector
 from sushy.resources import base
@@ -44,9 +44,10 @@ from sushy.resources.system import processor
 from sushy.resources.updateservice import constants as up_cons
 from sushy import utils as sushy_utils
 
+from ironic_accel import exception as accel_exception
 from ironic_accel import conf as accel_conf
 
-LOG = log.getLogger(__name__)
+LOG = logging.getLogger(__name__)
 
 accel_conf.register_opts(CONF)
 
@@ -203,17 +204,6 @@ class AcceleratorProcessorCollection(processor.ProcessorCollection):
         return AcceleratorProcessor
 
 
-class AcceleratorBMCError(exception.RedfishError):
-    """A BMC request for an accelerator failed."""
-    _msg_fmt = _("BMC of node %(node)s, device %(device)s: %(reason)s")
-
-
-class BMCUnavailable(AcceleratorBMCError):
-    """The BMC did not answer (connection error or 503) within the retries."""
-    _msg_fmt = _("BMC of node %(node)s unavailable (device %(device)s): "
-                 "%(reason)s")
-
-
 @dataclasses.dataclass
 class TaskStatus:
     """What one poll of a BMC task monitor found."""
@@ -365,11 +355,11 @@ def _call(node, device, what, func, idempotent=True):
             if not _is_transient(exc) or (
                     not idempotent
                     and isinstance(exc, sushy.exceptions.ConnectionError)):
-                raise AcceleratorBMCError(
+                raise accel_exception.AcceleratorBMCError(
                     node=node.uuid, device=device,
                     reason=f"{what} failed: {_describe(exc)}")
             if attempt == attempts:
-                raise BMCUnavailable(
+                raise accel_exception.BMCUnavailable(
                     node=node.uuid, device=device,
                     reason=f"{what} failed after {attempts} attempts: "
                            f"{_describe(exc)}")
@@ -380,12 +370,12 @@ def _call(node, device, what, func, idempotent=True):
             time.sleep(CONF.ironic_accel.bmc_retry_interval)
         except sushy.exceptions.AccessError as exc:
             _forget_client(node)
-            raise AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"{what} refused, check the credentials: "
                        f"{_describe(exc)}")
         except sushy.exceptions.SushyError as exc:
-            raise AcceleratorBMCError(
+            raise accel_exception.AcceleratorBMCError(
                 node=node.uuid, device=device,
                 reason=f"{what} failed: {_describe(exc)}")
 

@@ -23,7 +23,7 @@ write with the generation read, again after a 409
 """
 
 import collections
-import logging
+from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

@@ -68,8 +68,6 @@ class AgentManager:
         self._guard = threading.Lock()
         self._busy = set()
 
-    # -- helpers (private: not callable over RPC) --------------------------
-
     def _discover_all(self):
         devices, owners = [], {}
         for name, driver in self._drivers.items():
@@ -115,8 +113,6 @@ class AgentManager:
     def _release(self, region):
         with self._guard:
             self._busy.discard(region)
-
-    # -- RPC methods -------------------------------------------------------
 
     @_wrap_errors
     def discover(self, ctxt):

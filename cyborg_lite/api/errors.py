@@ -19,7 +19,7 @@ python-cyborgclient decode.
 """
 
 import json
-import logging
+from oslo_log import log as logging
 
 import flask
 from werkzeug import exceptions as http_exceptions

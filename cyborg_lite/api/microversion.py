@@ -16,7 +16,7 @@
 History for people: ``rest_api_version_history.rst`` next to this module.
 """
 
-import logging
+from oslo_log import log as logging
 
 from cyborg_lite import exception
 

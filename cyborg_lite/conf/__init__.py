@@ -17,10 +17,13 @@ from cyborg_lite.conf import api
 from cyborg_lite.conf import clients
 from cyborg_lite.conf import database
 from cyborg_lite.conf import inventory
+from cyborg_lite.conf import nova
 from cyborg_lite.conf import pools
+from cyborg_lite.conf import programming
 
-# NOTE: every module listed here has register_opts(conf) and list_opts().
-_MODULES = [api, database, agent, pools, inventory, clients]
+# NOTE(cyborg_lite): every module listed here has register_opts(conf) and list_opts().
+_MODULES = [api, database, agent, programming, pools, inventory, nova,
+            clients]
 
 
 def register_opts(conf):

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""API service options: [DEFAULT] auth_strategy, [api], [noauth], [nova]."""
+"""API service options: [DEFAULT] auth_strategy, [api], [noauth]."""
 
 from keystonemiddleware import auth_token
 from oslo_config import cfg
@@ -62,26 +62,11 @@ noauth_opts = [
                      "standalone operator can bind and unbind."),
 ]
 
-nova_notify_opts = [
-    cfg.IntOpt("notify_retries", default=5, min=0,
-               help="How many times a failed os-server-external-events "
-                    "call is retried. A 207 whose codes are all 422 (the "
-                    "instance has no host yet) is not retried."),
-    cfg.FloatOpt("notify_retry_interval", default=0.5, min=0,
-                 help="Seconds before the first retry; doubled after each "
-                      "attempt."),
-    cfg.IntOpt("notify_workers", default=4, min=1,
-               help="Threads per API process that send Nova events after "
-                    "the PATCH reply, so a slow Nova never delays a bind."),
-]
-
-
 def register_opts(conf):
     """Register the API options on ``conf``."""
     conf.register_opts(default_opts)
     conf.register_opts(api_opts, group="api")
     conf.register_opts(noauth_opts, group="noauth")
-    conf.register_opts(nova_notify_opts, group="nova")
     # NOTE(cyborg_lite): registered up front so [keystone_authtoken] can be
     # set before the middleware is built; the sample generator takes them
     # from the keystonemiddleware.auth_token namespace.
@@ -92,4 +77,4 @@ def register_opts(conf):
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
     return [("DEFAULT", default_opts), ("api", api_opts),
-            ("noauth", noauth_opts), ("nova", nova_notify_opts)]
+            ("noauth", noauth_opts)]

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Clients of other services: [nova], [placement], [ironic], [glance].
+"""Clients of other services: [placement], [ironic], [glance] ([nova] in
+:mod:`.nova`).
 
 Each group holds keystoneauth session/auth/adapter options, as Nova and Cyborg
 configure theirs. A group with neither ``auth_type`` nor ``endpoint_override``
@@ -19,13 +20,16 @@ set means "this service is not part of the deployment" (standalone mode).
 
 from accel_common import clients
 
-GROUPS = tuple(clients.SERVICE_TYPES)
+#: the client groups registered here.
+GROUPS = ("placement", "ironic", "glance")
 
 
 def register_opts(conf):
+    """Register the client groups on ``conf``."""
     for group in GROUPS:
         clients.register_client_opts(conf, group)
 
 
 def list_opts():
+    """(group, options) pairs for oslo-config-generator."""
     return [(group, clients.list_client_opts(group)) for group in GROUPS]

@@ -10,54 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[programming]`` and ``[pools]``: bind-time programming, the reconciler
-and function pools (DESIGN §4)."""
+"""``[pools]``: function pools, kept programmed ahead of binds (DESIGN §4).
+"""
 
 from oslo_config import cfg
-
-programming_opts = [
-    cfg.BoolOpt(
-        "enabled",
-        default=True,
-        help="Program regions at bind time when a device profile asks for "
-             "a function (accel:function_id) or bitstream "
-             "(accel:bitstream_id) the region does not run. When false, "
-             "such binds are refused with 409."),
-    cfg.IntOpt(
-        "workers",
-        default=4, min=1,
-        help="Threads per API process that wait for agents to program "
-             "regions (the PATCH never waits for programming)."),
-    cfg.FloatOpt(
-        "heartbeat_interval",
-        default=2.0, min=0.1,
-        help="Seconds between the lease renewals an API process writes for "
-             "the programming runs it waits for."),
-    cfg.FloatOpt(
-        "stale_after",
-        default=30.0, min=0.1,
-        help="A region left in 'programming' whose lease was not renewed "
-             "for this many seconds belongs to a dead API process: the "
-             "reconciler takes it over and settles it from the agent's "
-             "reading. Must be well above heartbeat_interval."),
-    cfg.FloatOpt(
-        "reconcile_interval",
-        default=60.0, min=0,
-        help="Seconds between reconciler runs in each API process (settle "
-             "stuck programming runs and ARQs, check regions in error, fill "
-             "function pools). 0 runs it only once, at start."),
-    cfg.BoolOpt(
-        "reconcile_on_start",
-        default=True,
-        help="Run the reconciler when an API process starts."),
-    cfg.BoolOpt(
-        "embedded_agent",
-        default=True,
-        help="With the in-process transport (transport_url = fake://, the "
-             "default), start the host agent inside the API process (sim "
-             "driver unless [agent] enabled_drivers says otherwise), so a "
-             "single host works with no message broker."),
-]
 
 pools_opts = [
     cfg.ListOpt(
@@ -78,11 +34,10 @@ pools_opts = [
 
 
 def register_opts(conf):
-    """Register ``[programming]`` and ``[pools]`` on ``conf``."""
-    conf.register_opts(programming_opts, group="programming")
+    """Register ``[pools]`` on ``conf``."""
     conf.register_opts(pools_opts, group="pools")
 
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
-    return [("programming", programming_opts), ("pools", pools_opts)]
+    return [("pools", pools_opts)]

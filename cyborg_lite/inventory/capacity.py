@@ -22,7 +22,7 @@ Providers the reporter has not created yet are left alone: their existence
 is the reporter's.
 """
 
-import logging
+from oslo_log import log as logging
 
 from accel_common.placement import client as placement_client
 

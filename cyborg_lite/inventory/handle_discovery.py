@@ -27,7 +27,7 @@ them.
 """
 
 import copy
-import logging
+from oslo_log import log as logging
 
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import handles

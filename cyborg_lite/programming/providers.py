@@ -21,7 +21,7 @@ inventories) is skipped with a log line. With ``[placement]`` unconfigured
 every call is a no-op.
 """
 
-import logging
+from oslo_log import log as logging
 import threading
 
 from accel_common import clients

@@ -27,12 +27,12 @@ import sys
 from oslo_config import cfg
 from oslo_log import log
 
+from ironic_accel import exception as accel_exception
 from accel_common import clients
 from accel_common import inventory
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import migrate_flat
-from ironic_accel.placement import reporter
 
 #: oslo.config project: the default files are the conductor's.
 PROJECT = "ironic"
@@ -85,7 +85,7 @@ def migrate_flat_command(conf, args, out=None):
         _plan, lines = migrate_flat.migrate(client, document,
                                             do_apply=args.apply,
                                             rc_map=rc_map)
-    except (migrate_flat.MigrationRefused, reporter.ParentNotFound,
+    except (accel_exception.MigrationRefused, accel_exception.ParentNotFound,
             inventory.InvalidInventory) as exc:
         print(f"Refused: {exc}", file=sys.stderr)
         return 1

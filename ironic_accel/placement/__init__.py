@@ -17,7 +17,6 @@
 ``[placement]`` is not configured.
 """
 
-from ironic_accel.placement.reporter import ParentNotFound  # noqa: F401
 from ironic_accel.placement.reporter import report  # noqa: F401
 from ironic_accel.placement.reporter import report_after_refresh  # noqa: F401
 from ironic_accel.placement.reporter import report_nodes  # noqa: F401

@@ -36,13 +36,10 @@ inventory does not match the document's regions.
 import collections
 import dataclasses
 
+from ironic_accel import exception as accel_exception
 from accel_common import inventory
 from ironic_accel.placement import reporter
 from accel_common.placement import tree as tree_mod
-
-
-class MigrationRefused(Exception):
-    """The flat inventory cannot be matched to the nested devices."""
 
 
 @dataclasses.dataclass
@@ -138,14 +135,14 @@ def plan(client, document, rc_map=None):
         flat inventory used another class name than the document's (e.g.
         ``CUSTOM_ACCELERATOR_FPGA`` -> ``FPGA``); allocations are rewritten
         to the nested class.
-    :raises reporter.ParentNotFound: no compute-node provider for the host.
+    :raises ParentNotFound: no compute-node provider for the host.
     :raises MigrationRefused: the flat inventory does not match.
     :returns: a :class:`Plan`.
     """
     desired = tree_mod.desired_tree(document)
     root = client.provider_by_name(desired.host)
     if root is None:
-        raise reporter.ParentNotFound(desired.host)
+        raise accel_exception.ParentNotFound(desired.host)
     rc_map = dict(rc_map or {})
     result = Plan(host=desired.host, root=root, tree=desired,
                   document=document)
@@ -165,14 +162,14 @@ def plan(client, document, rc_map=None):
             result.moved[rc] = record
             result.rc_map[rc] = nested_rc
         elif _looks_flat(rc) or rc in rc_map:
-            raise MigrationRefused(
+            raise accel_exception.MigrationRefused(
                 f"{desired.host}: the compute node has accelerator "
                 f"inventory {rc} total {record['total']} but the inventory "
                 f"document has no region of class {nested_rc}; map it with "
                 f"--map-resource-class {rc}=<class in the document> or "
                 "refresh the node's inventory. Nothing was changed.")
     if len(set(result.rc_map.values())) != len(result.rc_map):
-        raise MigrationRefused(
+        raise accel_exception.MigrationRefused(
             f"{desired.host}: several flat classes map to one nested class "
             f"({result.rc_map}); nothing was changed.")
     for rc, record in result.moved.items():
@@ -181,7 +178,7 @@ def plan(client, document, rc_map=None):
         if record["total"] != nested:
             regions = ", ".join(f"{p.device_id}/{p.region_id}: {p.total}"
                                 for p in by_rc[nested_rc])
-            raise MigrationRefused(
+            raise accel_exception.MigrationRefused(
                 f"{desired.host}: the compute node has {rc} total "
                 f"{record['total']} but the inventory document has "
                 f"{len(by_rc[nested_rc])} region(s) of {nested_rc} with "
@@ -237,7 +234,7 @@ def _plan_allocations(client, result, by_rc, existing):
                         parts.append((p, take))
                         left -= take
                 if left:
-                    raise MigrationRefused(
+                    raise accel_exception.MigrationRefused(
                         f"{result.host}: consumer {consumer} holds {amount} "
                         f"{rc} but the regions have only "
                         f"{amount - left} free; nothing was changed.")
@@ -292,7 +289,7 @@ def _remove_flat_traits(client, result, retries=4):
 
     client.retry_on_conflict(
         _apply, retries, root_uuid, "removing the flat traits",
-        gave_up=lambda conflict: reporter.ReportError(
+        gave_up=lambda conflict: accel_exception.ReportError(
             f"{result.host}: the compute node kept changing while removing "
             "the flat traits; run again"))
 

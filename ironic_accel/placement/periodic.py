@@ -23,13 +23,13 @@ snapshots make a no-change report two reads per node.
 
 from ironic.conductor import periodics
 from ironic.conf import CONF
-from oslo_log import log
+from oslo_log import log as logging
 
 from ironic_accel import conf as accel_conf
 from accel_common import inventory
 from ironic_accel.placement import reporter
 
-LOG = log.getLogger(__name__)
+LOG = logging.getLogger(__name__)
 
 accel_conf.register_opts(CONF)
 

@@ -26,8 +26,9 @@ traits cyborg_lite set.
 """
 
 import dataclasses
-import logging
+from oslo_log import log as logging
 
+from ironic_accel import exception as accel_exception
 from accel_common import inventory
 from accel_common.placement import client as placement_client
 from accel_common.placement import tree as tree_mod
@@ -35,39 +36,6 @@ from ironic_accel import conf as accel_conf
 from accel_common import clients
 
 LOG = logging.getLogger(__name__)
-
-
-class ParentNotFound(Exception):
-    """The compute-node provider of the document's host is not in Placement.
-
-    Nova creates it when nova-compute first starts on the host; until then
-    the report cannot be made, and the periodic retries it.
-    """
-
-    def __init__(self, host):
-        self.host = host
-        super().__init__(
-            f"no compute-node resource provider named {host!r} in "
-            "Placement (nova-compute has not registered the host yet, or "
-            "the node maps to the wrong host: see [ironic_accel] "
-            "compute_host_source); the accelerator providers will be "
-            "reported by the next periodic run")
-
-
-class ReportError(Exception):
-    """A provider could not be brought to the desired state."""
-
-
-class FlatHost(ReportError):
-    """The compute node still carries the accelerator inventory itself."""
-
-    def __init__(self, host, classes):
-        super().__init__(
-            f"the compute node {host!r} still has accelerator inventory "
-            f"({', '.join(sorted(classes))}) from the legacy flat model; "
-            "reporting nested providers now would count the devices twice. "
-            f"Run 'cyborg-lite-manage placement migrate-flat --host {host}' "
-            "first")
 
 
 @dataclasses.dataclass
@@ -106,7 +74,7 @@ def report(client, document, retries=4):
     result = Result(host=desired.host)
     root = client.provider_by_name(desired.host)
     if root is None:
-        raise ParentNotFound(desired.host)
+        raise accel_exception.ParentNotFound(desired.host)
     existing = {rp["uuid"]: rp for rp in client.tree(root["uuid"])}
     if any(p.uuid not in existing for p in desired.providers):
         _refuse_flat_host(client, root, desired)
@@ -157,7 +125,7 @@ def _refuse_flat_host(client, root, desired):
     _, root_inv = client.inventories(root["uuid"])
     flat = set(root_inv) & {p.resource_class for p in desired.providers}
     if flat:
-        raise FlatHost(desired.host, flat)
+        raise accel_exception.FlatHost(desired.host, flat)
 
 
 def _create(client, provider, parent_uuid):
@@ -170,7 +138,7 @@ def _create(client, provider, parent_uuid):
             raise
         if client.provider(provider.uuid) is not None:
             return None
-        raise ReportError(
+        raise accel_exception.ReportError(
             f"cannot create provider {provider.name!r} for device "
             f"{provider.device_id} region {provider.region_id}: another "
             f"provider already has that name ({exc})") from exc
@@ -233,7 +201,7 @@ def _sync(client, provider, rp, retries, fresh=False):
 
     return client.retry_on_conflict(
         write, retries, provider.uuid, "being reported",
-        gave_up=lambda conflict: ReportError(
+        gave_up=lambda conflict: accel_exception.ReportError(
             f"provider {provider.uuid} ({provider.name}) kept changing "
             f"under the reporter: gave up after {retries + 1} attempts"))
 
@@ -279,7 +247,7 @@ def _vanished(client, rp, retries, result):
 
     if client.retry_on_conflict(
             retire, retries, rp_uuid, "being retired",
-            gave_up=lambda conflict: ReportError(
+            gave_up=lambda conflict: accel_exception.ReportError(
                 f"provider {rp_uuid} kept changing while retiring it")):
         result.retired.append(rp_uuid)
 

@@ -121,8 +121,6 @@ class SimDriver(base.AcceleratorDriver):
                 self._seed()
             self._mark_interrupted()
 
-    # -- state files -------------------------------------------------------
-
     def _device_files(self):
         return [n for n in os.listdir(self.state_dir)
                 if n.endswith(".json") and not n.startswith(".")]
@@ -203,8 +201,6 @@ class SimDriver(base.AcceleratorDriver):
                 text = handle.read().strip()
             return text or f"failure injected by {path}"
         return None
-
-    # -- driver interface --------------------------------------------------
 
     def discover(self):
         """The simulated devices with their regions and attach handles."""

@@ -108,7 +108,7 @@ def parse_patch(body, version, is_admin):
             if "value" not in op:
                 raise exception.Invalid(
                     reason=f"ARQ {arq}: op on {op['path']} has no value")
-            # NOTE: validators are built once; jsonschema.validate() checks
+            # NOTE(cyborg_lite): validators are built once; jsonschema.validate() checks
             # the schema itself on every call, which costs ms per bind.
             error = jsonschema.exceptions.best_match(
                 _VALUE_VALIDATORS[op["path"]].iter_errors(op["value"]))

@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from ironic_accel import exception as accel_exception
 from cyborg_lite.cmd import manage as cyborg_manage
 from ironic_accel.cmd import manage
 from ironic_accel.placement import migrate_flat
@@ -164,7 +165,7 @@ def test_resume_after_providers_were_created(placement_conn, flat_host):
 def test_mismatched_flat_inventory_is_refused(placement_conn, flat_host):
     doc = dict(flat_host.doc, devices=flat_host.doc["devices"][1:])
     client = placement_client.Client(placement_conn)
-    with pytest.raises(migrate_flat.MigrationRefused,
+    with pytest.raises(accel_exception.MigrationRefused,
                        match="FPGA total 4 but the inventory document has "
                              "1 region"):
         migrate_flat.migrate(client, doc, do_apply=True)
@@ -207,7 +208,7 @@ def legacy_named_host(placement_conn, compute_node):
 def test_unmatched_accelerator_class_is_refused(placement_conn,
                                                 legacy_named_host):
     client = placement_client.Client(placement_conn)
-    with pytest.raises(migrate_flat.MigrationRefused,
+    with pytest.raises(accel_exception.MigrationRefused,
                        match="--map-resource-class CUSTOM_ACCELERATOR_FPGA"):
         migrate_flat.migrate(client, legacy_named_host.doc, do_apply=True)
     assert client.writes == 0

@@ -19,6 +19,7 @@ import uuid
 from oslo_config import cfg
 import pytest
 
+from ironic_accel import exception as accel_exception
 from ironic_accel import conf as accel_conf
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
@@ -186,7 +187,7 @@ def test_conflict_retries_are_bounded(placement_conn, reported):
     doc = copy.deepcopy(reported.doc)
     doc["devices"][0]["regions"][0]["attach_handles"].pop()
     racing = _RacingClient(placement_conn, placement_conn, races=10)
-    with pytest.raises(reporter.ReportError, match="gave up after 3"):
+    with pytest.raises(accel_exception.ReportError, match="gave up after 3"):
         reporter.report(racing, doc, retries=2)
 
 
@@ -307,7 +308,7 @@ def test_device_moved_to_another_host_is_reparented(placement_conn,
 def test_missing_compute_node_is_a_clear_error(placement_conn):
     doc = documents.document(f"nowhere-{uuid.uuid4().hex}.example.org")
     client = placement_client.Client(placement_conn)
-    with pytest.raises(reporter.ParentNotFound,
+    with pytest.raises(accel_exception.ParentNotFound,
                        match="no compute-node resource provider named"):
         reporter.report(client, doc)
     assert client.writes == 0
@@ -363,7 +364,7 @@ def test_report_nodes_reports_each_and_isolates_failures(placement_server,
              types.SimpleNamespace(uuid="b", extra={"accelerators": good}),
              types.SimpleNamespace(uuid="c", extra={})]
     outcome = reporter.report_nodes(nodes, conf=_conf(placement_server.url))
-    assert isinstance(outcome["a"], reporter.ParentNotFound)
+    assert isinstance(outcome["a"], accel_exception.ParentNotFound)
     assert len(outcome["b"].created) == 4
     assert "c" not in outcome
 
@@ -374,7 +375,7 @@ def test_flat_host_is_not_reported_twice(placement_conn, compute_node):
         "resource_provider_generation": 0,
         "inventories": {"VCPU": {"total": 4}, "FPGA": {"total": 4}}})
     client = placement_client.Client(placement_conn)
-    with pytest.raises(reporter.FlatHost, match="migrate-flat --host"):
+    with pytest.raises(accel_exception.FlatHost, match="migrate-flat --host"):
         reporter.report(client, documents.document(host))
     assert client.writes == 0
 
@@ -387,6 +388,6 @@ def test_name_taken_by_another_provider_is_a_clear_error(placement_conn,
     resp = placement_conn.placement.post("/resource_providers", json={
         "name": f"{host}_{device['pci_address']}"}, microversion=MV)
     assert resp.status_code == 200, resp.text
-    with pytest.raises(reporter.ReportError,
+    with pytest.raises(accel_exception.ReportError,
                        match="another provider already has that name"):
         reporter.report(placement_client.Client(placement_conn), doc)

@@ -27,6 +27,7 @@ from ironic.common import states
 from ironic.conf import CONF
 import pytest
 
+from ironic_accel import exception as accel_exception
 from ironic_accel import discovery
 from ironic_accel import firmware
 from ironic_accel import redfish_gateway as gateway
@@ -229,7 +230,7 @@ def test_poll_version_unchanged_fails_naming_device(steps, recorded_bmc):
     task, _ = _start(steps, recorded_bmc)
     recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
 
-    with pytest.raises(gateway.AcceleratorBMCError) as err:
+    with pytest.raises(accel_exception.AcceleratorBMCError) as err:
         steps._poll(task)
     assert "fpga0" in str(err.value) and "still '2.0.1'" in str(err.value)
     assert steps.calls["resumed"] == 0
@@ -266,7 +267,7 @@ def test_unreachable_bmc_waits_within_budget_then_fails(steps, recorded_bmc):
 
     CONF.set_override("bmc_unavailable_timeout", 0, group="ironic_accel")
     try:
-        with pytest.raises(gateway.BMCUnavailable) as err:
+        with pytest.raises(accel_exception.BMCUnavailable) as err:
             steps._poll(task)
     finally:
         CONF.clear_override("bmc_unavailable_timeout", group="ironic_accel")
@@ -339,7 +340,7 @@ def test_program_confirms_function_read_back(steps, recorded_bmc):
         "function_id": FUNCTION}]) == states.CLEANWAIT
     recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
 
-    with pytest.raises(gateway.AcceleratorBMCError) as err:
+    with pytest.raises(accel_exception.AcceleratorBMCError) as err:
         steps._poll(task)  # the slots still run nothing
     assert "expected " + FUNCTION in str(err.value)
 

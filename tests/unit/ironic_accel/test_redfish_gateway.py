@@ -17,6 +17,7 @@ import time
 import pytest
 import sushy
 
+from ironic_accel import exception as accel_exception
 from ironic_accel import redfish_gateway as gateway
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 from tests.unit.ironic_accel.recorded_bmc import recorded_bmc  # noqa: F401
@@ -77,7 +78,7 @@ def test_503_beyond_retry_budget_names_node(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     gateway.get_pcie_devices(node)
     recorded_bmc.answer("GET", "/redfish/v1/Systems/1", (503, {}, None))
-    with pytest.raises(gateway.BMCUnavailable) as err:
+    with pytest.raises(accel_exception.BMCUnavailable) as err:
         gateway.get_accelerator_processors(node)
     assert node.uuid in str(err.value)
     assert "3 attempts" in str(err.value)
@@ -86,16 +87,16 @@ def test_503_beyond_retry_budget_names_node(recorded_bmc):
 def test_connection_refused_is_bmc_unavailable(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.stop()
-    with pytest.raises(gateway.BMCUnavailable) as err:
+    with pytest.raises(accel_exception.BMCUnavailable) as err:
         gateway.get_accelerator_processors(node)
     assert node.uuid in str(err.value)
 
 
 def test_missing_resource_names_node(recorded_bmc):
     node = rbmc.node_for(recorded_bmc, system="/redfish/v1/Systems/9")
-    with pytest.raises(gateway.AcceleratorBMCError) as err:
+    with pytest.raises(accel_exception.AcceleratorBMCError) as err:
         gateway.get_accelerator_processors(node)
-    assert not isinstance(err.value, gateway.BMCUnavailable)
+    assert not isinstance(err.value, accel_exception.BMCUnavailable)
     assert node.uuid in str(err.value)
 
 
@@ -134,7 +135,7 @@ def test_simple_update_retries_503_then_fails_naming_device(recorded_bmc):
     recorded_bmc.answer(
         "POST", "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
         (503, {}, None))
-    with pytest.raises(gateway.BMCUnavailable) as err:
+    with pytest.raises(accel_exception.BMCUnavailable) as err:
         gateway.simple_update(node, "fpga0", "https://img/fw.bin", FPGA)
     assert "fpga0" in str(err.value)
     assert len(recorded_bmc.posts()) == 3

@@ -1,0 +1,49 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``[nova]``: how cyborg_lite reaches Nova and sends it events.
+
+The keystoneauth session, auth and adapter options (as Nova and Cyborg
+configure their clients), and how the ``accelerator-request-bound`` events
+are retried. Neither ``auth_type`` nor ``endpoint_override`` set means there
+is no Nova to notify (standalone).
+"""
+
+from oslo_config import cfg
+
+from accel_common import clients
+
+GROUP = "nova"
+
+nova_notify_opts = [
+    cfg.IntOpt("notify_retries", default=5, min=0,
+               help="How many times a failed os-server-external-events "
+                    "call is retried. A 207 whose codes are all 422 (the "
+                    "instance has no host yet) is not retried."),
+    cfg.FloatOpt("notify_retry_interval", default=0.5, min=0,
+                 help="Seconds before the first retry; doubled after each "
+                      "attempt."),
+    cfg.IntOpt("notify_workers", default=4, min=1,
+               help="Threads per API process that send Nova events after "
+                    "the PATCH reply, so a slow Nova never delays a bind."),
+]
+
+
+def register_opts(conf):
+    """Register ``[nova]`` on ``conf``."""
+    clients.register_client_opts(conf, GROUP)
+    conf.register_opts(nova_notify_opts, group=GROUP)
+
+
+def list_opts():
+    """(group, options) pairs for oslo-config-generator."""
+    return [(GROUP, clients.list_client_opts(GROUP) + nova_notify_opts)]
