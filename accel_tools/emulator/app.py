@@ -29,6 +29,7 @@ import time
 import flask
 from werkzeug import exceptions as wz_exc
 
+from accel_tools.emulator import exception
 from accel_tools.emulator import faults
 from accel_tools.emulator import images
 from accel_tools.emulator import resources as res
@@ -68,14 +69,14 @@ def _retry_after():
 def _json_body():
     body = flask.request.get_json(silent=True)
     if not isinstance(body, dict):
-        raise st.BadRequest("The request body must be a JSON object", "MalformedJSON")
+        raise exception.BadRequest("The request body must be a JSON object", "MalformedJSON")
     return body
 
 
 def _device(sid, did):
     dev = _state().device(sid, did)
     if dev["type"] == "CPU":
-        raise st.NotFound("PCIe device %s" % did)
+        raise exception.NotFound("PCIe device %s" % did)
     return dev
 
 
@@ -101,21 +102,21 @@ def patch_system(sid):
     body = _json_body()
     unknown = sorted(set(body) - {"Boot"})
     if unknown:
-        raise st.BadRequest("Property %s is not writable" % unknown[0],
+        raise exception.BadRequest("Property %s is not writable" % unknown[0],
                             "PropertyNotWritable", [unknown[0]])
     boot = body.get("Boot", {})
     allowed = {"BootSourceOverrideTarget": res.BOOT_TARGETS,
                "BootSourceOverrideEnabled": res.BOOT_ENABLED,
                "BootSourceOverrideMode": res.BOOT_MODES}
     if not isinstance(boot, dict):
-        raise st.BadRequest("Boot must be an object", "PropertyValueTypeError",
+        raise exception.BadRequest("Boot must be an object", "PropertyValueTypeError",
                             [str(boot), "Boot"])
     for key, value in boot.items():
         if key not in allowed:
-            raise st.BadRequest("Property Boot/%s is unknown" % key, "PropertyUnknown",
+            raise exception.BadRequest("Property Boot/%s is unknown" % key, "PropertyUnknown",
                                 ["Boot/" + key])
         if value not in allowed[key]:
-            raise st.BadRequest("The value %s for the property %s is not in the list of "
+            raise exception.BadRequest("The value %s for the property %s is not in the list of "
                                 "acceptable values" % (value, key),
                                 "PropertyValueNotInList", [str(value), key])
     _state().set_boot(sid, boot.get("BootSourceOverrideTarget"),
@@ -128,7 +129,7 @@ def reset_system(sid):
     _state().system(sid)
     body = _json_body()
     if "ResetType" not in body:
-        raise st.BadRequest("The action ComputerSystem.Reset requires the parameter "
+        raise exception.BadRequest("The action ComputerSystem.Reset requires the parameter "
                             "ResetType", "ActionParameterMissing",
                             ["ComputerSystem.Reset", "ResetType"])
     _state().reset_system(sid, body["ResetType"])
@@ -146,7 +147,7 @@ def get_processor(sid, did):
 def _fpga(sid, did):
     dev = _state().device(sid, did)
     if dev["type"] != "FPGA":
-        raise st.NotFound("AccelerationFunctions of %s" % did)
+        raise exception.NotFound("AccelerationFunctions of %s" % did)
     return dev
 
 
@@ -159,7 +160,7 @@ def get_function(sid, did, slot_id):
     for slot in dev["slots"]:
         if slot["id"] == slot_id and slot["function_id"]:
             return _reply(res.acceleration_function(sid, dev, slot))
-    raise st.NotFound("AccelerationFunction %s of %s" % (slot_id, did))
+    raise exception.NotFound("AccelerationFunction %s of %s" % (slot_id, did))
 
 
 def get_chassis_collection():
@@ -188,7 +189,7 @@ def get_pcie_function(sid, did, fid):
     for fn in dev["functions"]:
         if str(fn["id"]) == fid:
             return _reply(res.pcie_function(sid, dev, fn))
-    raise st.NotFound("PCIe function %s of %s" % (fid, did))
+    raise exception.NotFound("PCIe function %s of %s" % (fid, did))
 
 
 def get_managers():
@@ -197,7 +198,7 @@ def get_managers():
 
 def get_manager(mid):
     if mid != res.MANAGER_ID:
-        raise st.NotFound("Manager %s" % mid)
+        raise exception.NotFound("Manager %s" % mid)
     return _reply(res.manager(_state().snapshot()))
 
 
@@ -214,34 +215,35 @@ def get_firmware_component(iid):
     for sid, cid in res.inventory_components(data):
         if res.inventory_id(sid, cid) == iid:
             return _reply(res.software_inventory(data, sid, cid))
-    raise st.NotFound("FirmwareInventory %s" % iid)
+    raise exception.NotFound("FirmwareInventory %s" % iid)
 
 
 def simple_update():
     body = _json_body()
     action = "UpdateService.SimpleUpdate"
     if "ImageURI" not in body:
-        raise st.BadRequest("The action %s requires the parameter ImageURI" % action,
+        raise exception.BadRequest("The action %s requires the parameter ImageURI" % action,
                             "ActionParameterMissing", [action, "ImageURI"])
     try:
         images.check_uri(body["ImageURI"])
     except ValueError as exc:
-        raise st.BadRequest(str(exc), "ActionParameterValueFormatError",
+        raise exception.BadRequest(str(exc), "ActionParameterValueFormatError",
                             [str(body["ImageURI"]), "ImageURI", action])
     protocol = body.get("TransferProtocol")
     if protocol is not None and protocol not in TRANSFER_PROTOCOLS:
-        raise st.BadRequest("TransferProtocol %r is not one of %s"
+        raise exception.BadRequest("TransferProtocol %r is not one of %s"
                             % (protocol, ", ".join(TRANSFER_PROTOCOLS)),
                             "ActionParameterValueNotInList",
                             [str(protocol), "TransferProtocol", action])
     targets = body.get("Targets")
     if not targets:
-        raise st.BadRequest("The action %s requires the parameter Targets (the Processor "
+        raise exception.BadRequest("The action %s requires the parameter Targets (the Processor "
                             "or FirmwareInventory URI to update)" % action,
                             "ActionParameterMissing", [action, "Targets"])
     if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
-        raise st.BadRequest("Targets must be a list of URIs", "ActionParameterValueTypeError",
-                            [str(targets), "Targets", action])
+        raise exception.BadRequest("Targets must be a list of URIs",
+                                   "ActionParameterValueTypeError",
+                                   [str(targets), "Targets", action])
     state = _state()
     tid = state.create_task(body["ImageURI"], targets, protocol)
     return _reply(res.task(state, state.task(tid)), 202,
@@ -393,10 +395,10 @@ def _record(response):
 
 
 def _redfish_error(exc):
-    if isinstance(exc, st.NotFound):
+    if isinstance(exc, exception.NotFound):
         return _reply(res.error("The resource %s was not found" % exc,
                                 "ResourceMissingAtURI", [flask.request.path]), 404)
-    if isinstance(exc, st.BadRequest):
+    if isinstance(exc, exception.BadRequest):
         return _reply(res.error(str(exc), exc.message_id, exc.args_), 400)
     if flask.request.path.startswith("/emulator"):
         return flask.jsonify(error=exc.description), exc.code
@@ -433,7 +435,7 @@ def create_app(state_file, systems=1, username=None, password=None, clock=time.t
     app.register_blueprint(faults.blueprint)
     app.before_request(_gate)
     app.after_request(_record)
-    app.register_error_handler(st.NotFound, _redfish_error)
-    app.register_error_handler(st.BadRequest, _redfish_error)
+    app.register_error_handler(exception.NotFound, _redfish_error)
+    app.register_error_handler(exception.BadRequest, _redfish_error)
     app.register_error_handler(wz_exc.HTTPException, _redfish_error)
     return app

@@ -26,7 +26,7 @@ No authentication: it is a test control channel, like sushy-tools' own.
 
 import flask
 
-from accel_tools.emulator import state as st
+from accel_tools.emulator import exception
 
 blueprint = flask.Blueprint("emulator", __name__, url_prefix="/emulator")
 
@@ -38,11 +38,11 @@ def _state():
 def _body():
     body = flask.request.get_json(silent=True)
     if body is None:
-        raise st.BadRequest("the request body must be JSON")
+        raise exception.BadRequest("the request body must be JSON")
     return body
 
 
-@blueprint.errorhandler(st.BadRequest)
+@blueprint.errorhandler(exception.BadRequest)
 def _bad_request(exc):
     return flask.jsonify(error=str(exc)), 400
 

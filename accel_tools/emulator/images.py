@@ -28,6 +28,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from accel_tools.emulator import exception
+
 IMAGE_FORMAT = 1
 KINDS = ("firmware", "function")
 SCHEMES = ("http", "https", "file")
@@ -35,10 +37,6 @@ SCHEMES = ("http", "https", "file")
 #: The emulator refuses larger downloads: real images are not needed here.
 MAX_IMAGE_BYTES = 1024 * 1024
 DOWNLOAD_TIMEOUT = 10
-
-
-class ImageError(Exception):
-    """The image cannot be downloaded or is not an emulator image."""
 
 
 def check_uri(uri):
@@ -66,21 +64,21 @@ def parse(content, uri="<image>"):
     try:
         doc = json.loads(content)
     except (UnicodeDecodeError, ValueError):
-        raise ImageError("image %s is not an ironic-accel emulator image "
+        raise exception.ImageError("image %s is not an ironic-accel emulator image "
                          "(content is not JSON)" % uri)
     if not isinstance(doc, dict) or doc.get("ironic_accel_image") != IMAGE_FORMAT:
-        raise ImageError("image %s is not an ironic-accel emulator image "
+        raise exception.ImageError("image %s is not an ironic-accel emulator image "
                          "(\"ironic_accel_image\": %d missing)" % (uri, IMAGE_FORMAT))
     kind = doc.get("kind", "firmware")
     if kind not in KINDS:
-        raise ImageError("image %s: kind %r is not one of %s"
+        raise exception.ImageError("image %s: kind %r is not one of %s"
                          % (uri, kind, ", ".join(KINDS)))
     for field in ("device_type", "version"):
         if not isinstance(doc.get(field), str) or not doc[field]:
-            raise ImageError("image %s: %s must be a non-empty string" % (uri, field))
+            raise exception.ImageError("image %s: %s must be a non-empty string" % (uri, field))
     function_id = doc.get("function_id")
     if kind == "function" and (not isinstance(function_id, str) or not function_id):
-        raise ImageError("image %s: a function image needs a function_id" % uri)
+        raise exception.ImageError("image %s: a function image needs a function_id" % uri)
     return {"kind": kind, "device_type": doc["device_type"],
             "version": doc["version"], "function_id": function_id}
 
@@ -94,9 +92,9 @@ def fetch(uri):
         with urllib.request.urlopen(uri, timeout=DOWNLOAD_TIMEOUT) as rsp:
             content = rsp.read(MAX_IMAGE_BYTES + 1)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ImageError("cannot download image %s: %s" % (uri, exc))
+        raise exception.ImageError("cannot download image %s: %s" % (uri, exc))
     if len(content) > MAX_IMAGE_BYTES:
-        raise ImageError("image %s is larger than %d bytes" % (uri, MAX_IMAGE_BYTES))
+        raise exception.ImageError("image %s is larger than %d bytes" % (uri, MAX_IMAGE_BYTES))
     return parse(content, uri)
 
 

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 
+from accel_tools.emulator import exception
 from accel_tools.emulator import images
 
 STATE_FORMAT = 1
@@ -187,19 +188,6 @@ def isotime(epoch):
         "%Y-%m-%dT%H:%M:%S+00:00")
 
 
-class NotFound(LookupError):
-    """A Redfish resource does not exist."""
-
-
-class BadRequest(ValueError):
-    """A request is invalid; ``message_id`` is a Base registry message key."""
-
-    def __init__(self, message, message_id="GeneralError", args=()):
-        super().__init__(message)
-        self.message_id = message_id
-        self.args_ = list(args)
-
-
 class State:
     """The emulator state, persisted in ``path`` (JSON).
 
@@ -278,14 +266,14 @@ class State:
         try:
             return self.data["systems"][system_id]
         except KeyError:
-            raise NotFound("System %s" % system_id)
+            raise exception.NotFound("System %s" % system_id)
 
     def device(self, system_id, device_id):
         """One device of a system; raises NotFound."""
         for dev in self.system(system_id)["devices"]:
             if dev["id"] == device_id:
                 return dev
-        raise NotFound("Processor %s of system %s" % (device_id, system_id))
+        raise exception.NotFound("Processor %s of system %s" % (device_id, system_id))
 
     def set_devices(self, system_id, specs):
         """Replace the device inventory of a system (creating the system)."""
@@ -308,7 +296,7 @@ class State:
             elif reset_type == "PushPowerButton":
                 on = not on
             elif reset_type != "Nmi":
-                raise BadRequest("ResetType %r is not supported" % reset_type,
+                raise exception.BadRequest("ResetType %r is not supported" % reset_type,
                                  "ActionParameterValueNotInList",
                                  [str(reset_type), "ResetType", "ComputerSystem.Reset"])
             system["power_state"] = "On" if on else "Off"
@@ -328,20 +316,20 @@ class State:
     def set_faults(self, body):
         """Apply a fault document (see README.rst); returns the faults."""
         if not isinstance(body, dict):
-            raise BadRequest("the fault document must be a JSON object")
+            raise exception.BadRequest("the fault document must be a JSON object")
         known = ("task_exception", "version_unchanged", "unavailable_seconds", "task_seconds")
         unknown = sorted(set(body) - set(known))
         if unknown:
-            raise BadRequest("unknown fault(s) %s; known: %s"
+            raise exception.BadRequest("unknown fault(s) %s; known: %s"
                              % (", ".join(unknown), ", ".join(known)))
         for key in ("task_exception", "version_unchanged"):
             if key in body and not isinstance(body[key], bool):
-                raise BadRequest("%s must be true or false" % key)
+                raise exception.BadRequest("%s must be true or false" % key)
         for key in ("unavailable_seconds", "task_seconds"):
             if key in body and (isinstance(body[key], bool)
                                 or not isinstance(body[key], (int, float))
                                 or body[key] < 0):
-                raise BadRequest("%s must be a number >= 0" % key)
+                raise exception.BadRequest("%s must be a number >= 0" % key)
         with self._lock:
             faults = self.data["faults"]
             for key in ("task_exception", "version_unchanged"):
@@ -400,7 +388,7 @@ class State:
         try:
             return self.data["sessions"][session_id]
         except KeyError:
-            raise NotFound("Session %s" % session_id)
+            raise exception.NotFound("Session %s" % session_id)
 
     def token_valid(self, token):
         """True if ``token`` belongs to an open session."""
@@ -433,9 +421,10 @@ class State:
         else:
             m = re.match(r"^/redfish/v1/UpdateService/FirmwareInventory/([^/]+)$", path)
             if not m:
-                raise BadRequest("Target %r is not a Processor or FirmwareInventory URI" % uri,
-                                 "ActionParameterValueNotInList",
-                                 [str(uri), "Targets", "UpdateService.SimpleUpdate"])
+                raise exception.BadRequest(
+                    "Target %r is not a Processor or FirmwareInventory URI" % uri,
+                    "ActionParameterValueNotInList",
+                    [str(uri), "Targets", "UpdateService.SimpleUpdate"])
             if m.group(1) == "BMC":
                 return "1", "BMC"
             sid, _, did = m.group(1).partition("-")
@@ -444,12 +433,12 @@ class State:
                 self.system(sid)
                 return sid, "BIOS"
             dev = self.device(sid, did)
-        except NotFound:
-            raise BadRequest("Target %s does not exist" % uri,
+        except exception.NotFound:
+            raise exception.BadRequest("Target %s does not exist" % uri,
                              "ActionParameterValueNotInList",
                              [str(uri), "Targets", "UpdateService.SimpleUpdate"])
         if dev["type"] == "CPU":
-            raise BadRequest("Target %s has no updateable firmware" % uri,
+            raise exception.BadRequest("Target %s has no updateable firmware" % uri,
                              "ActionParameterValueNotInList",
                              [str(uri), "Targets", "UpdateService.SimpleUpdate"])
         return sid, did
@@ -492,7 +481,7 @@ class State:
             try:
                 return copy.deepcopy(self.data["tasks"][task_id])
             except KeyError:
-                raise NotFound("Task %s" % task_id)
+                raise exception.NotFound("Task %s" % task_id)
 
     def percent(self, task):
         """PercentComplete of a task: grows with time, 100 when done."""
@@ -519,7 +508,7 @@ class State:
             try:
                 image = images.fetch(task["image_uri"])
                 self._check_image(task, image)
-            except images.ImageError as exc:
+            except exception.ImageError as exc:
                 self._finish(task, "Exception", str(exc))
                 return True
             task["image"] = image
@@ -558,11 +547,11 @@ class State:
                 dev = self.device(sid, did)
                 dtype = dev["type"]
                 if image["kind"] == "function" and not dev.get("slots"):
-                    raise images.ImageError(
+                    raise exception.ImageError(
                         "image %s is a function image but %s has no reconfiguration slots"
                         % (task["image_uri"], did))
             if image["device_type"].upper() != dtype.upper():
-                raise images.ImageError(
+                raise exception.ImageError(
                     "image %s is for device type %s, not %s (%s)"
                     % (task["image_uri"], image["device_type"], did, dtype))
 
