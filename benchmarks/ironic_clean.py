@@ -40,7 +40,9 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from tests.fixtures import bmc as bmc_fixtures  # noqa: E402
+from accel_tools.embedded import bmc as embedded_bmc  # noqa: E402
+from accel_tools.embedded import images as embedded_images  # noqa: E402
+from accel_tools.embedded import ironic as embedded_ironic  # noqa: E402
 from tests.fixtures import ironic as ironic_fixtures  # noqa: E402
 
 _STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)"
@@ -75,19 +77,19 @@ def main():
     started = server.start()
     print(f"ironic start: {started:.2f} s (spawn to first API answer)")
     (workdir / "bmc").mkdir()
-    bmc = bmc_fixtures.BmcEmulator(workdir / "bmc").start()
-    images = bmc_fixtures.ImageServer(workdir)
+    bmc = embedded_bmc.BmcEmulator(workdir / "bmc").start()
+    images = embedded_images.ImageServer(workdir)
     try:
         baremetal = server.connection().baremetal
         bmc.set_faults(task_seconds=args.task_seconds)
-        node = ironic_fixtures.enroll(baremetal, bmc, name="bench-node")
+        node = embedded_ironic.enroll(baremetal, bmc, name="bench-node")
         began = time.monotonic()
-        ironic_fixtures.manage(baremetal, node)
+        embedded_ironic.manage(baremetal, node)
         print(f"enroll -> manageable (verify incl. inventory refresh): "
               f"{time.monotonic() - began:.2f} s")
         for run in range(args.runs):
             version = f"3.{run}.0"
-            path, checksum = bmc_fixtures.make_firmware_image(workdir,
+            path, checksum = embedded_images.make_firmware_image(workdir,
                                                               version)
             step = {"interface": "firmware",
                     "step": "update_accelerator_firmware",
@@ -96,7 +98,7 @@ def main():
                         "url": images.url_for(path),
                         "checksum": checksum, "version": version}]}}
             began = time.monotonic()
-            result = ironic_fixtures.clean(baremetal, node, [step],
+            result = embedded_ironic.clean(baremetal, node, [step],
                                            timeout=300)
             wall = time.monotonic() - began
             if result.provision_state != "manageable":

@@ -12,4 +12,3 @@
 
 """Fixtures of the agent functional tests."""
 
-from tests.fixtures.rabbitmq import rabbitmq_url  # noqa: F401

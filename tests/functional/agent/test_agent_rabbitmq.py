@@ -22,6 +22,7 @@ import pytest
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import rpcapi
+from accel_tools.embedded import common as embedded_common
 from tests.fixtures import rabbitmq
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 
@@ -155,7 +156,7 @@ def test_agent_killed_mid_programming(tmp_path, rabbitmq_url):
 
 
 def test_unreachable_broker_fails_fast(tmp_path):
-    url = f"rabbit://guest:guest@127.0.0.1:{rabbitmq.free_port()}/"
+    url = f"rabbit://guest:guest@127.0.0.1:{embedded_common.free_port()}/"
     config = rabbitmq.write_agent_config(
         str(tmp_path / "client.conf"), url, "agent-host", "x",
         str(tmp_path / "log"), rpc_retry=1)

@@ -13,14 +13,10 @@
 import pytest
 
 from cyborg_lite.db import api as db_api
-from tests.fixtures.cyborg import cyborg  # noqa: F401
-from tests.fixtures.cyborg import cyborg_server  # noqa: F401
-from tests.fixtures.databases import db_url  # noqa: F401
-from tests.fixtures.nova_standin import nova_standin  # noqa: F401
 
 
 @pytest.fixture
-def db(db_url):  # noqa: F811
+def db(db_url):
     """An empty database at the newest schema, on each backend."""
     database = db_api.Database(db_url)
     database.sync()

@@ -28,15 +28,13 @@ from accel_tools.embedded.common import free_port
 from accel_common import inventory
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
+from accel_tools.embedded.placement import MICROVERSION
+from accel_tools.embedded.placement import apply_client_conf
 from tests.fixtures.cyborg import ADMIN
 from tests.fixtures.cyborg import headers
 from tests.fixtures.cyborg import load_example_inventory
 from tests.fixtures.cyborg import make_cyborg
-from tests.fixtures.placement import apply_client_conf
 from tests.fixtures.placement import create_compute_node
-from tests.fixtures.placement import MICROVERSION
-from tests.fixtures.placement import placement_conn  # noqa: F401
-from tests.fixtures.placement import placement_server  # noqa: F401
 
 ADMIN_2_3 = headers(project="admin-project", roles="admin", version="2.3")
 
@@ -92,7 +90,7 @@ def _document(conn):
 
 
 @pytest.fixture
-def host(tmp_path, placement_server, placement_conn):  # noqa: F811
+def host(tmp_path, placement_server, placement_conn):
     document = _document(placement_conn)
     cyborg = make_cyborg(tmp_path, inventory=False)
     apply_client_conf(cyborg.conf, "placement", placement_server.url)
@@ -157,7 +155,7 @@ def _dead_endpoint():
 
 
 def test_placement_failure_fails_the_call_and_keeps_the_status(
-        host, tmp_path, placement_server):  # noqa: F811
+        host, tmp_path, placement_server):
     # the same database, served by an API whose Placement is unreachable
     down = make_cyborg(tmp_path, inventory=False)
     down.db.dispose()

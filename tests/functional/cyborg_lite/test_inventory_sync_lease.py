@@ -33,8 +33,6 @@ from cyborg_lite.db import models
 from cyborg_lite.inventory import lease as sync_lease
 from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
-from tests.fixtures.ironic import baremetal  # noqa: F401
-from tests.fixtures.ironic import ironic_server  # noqa: F401
 from tests.functional.placement import test_sync_handles as sync_helpers
 
 LEASE = sync_lease.LEASE_NAME
@@ -131,7 +129,7 @@ def test_lease_held_by_another_owner_fails_clearly(db, tmp_path, capsys):
 
 
 def test_free_lease_runs_holds_and_releases(
-        db, tmp_path, capsys, ironic_server, baremetal):  # noqa: F811
+        db, tmp_path, capsys, ironic_server, baremetal):
     host, document = sync_helpers._host_with_node(baremetal)
     config = _config_file(tmp_path, db, ironic_server.url, host,
                           document)
@@ -152,7 +150,7 @@ def test_free_lease_runs_holds_and_releases(
 
 
 def test_waits_for_the_running_pass_then_runs(
-        db, tmp_path, capsys, ironic_server, baremetal):  # noqa: F811
+        db, tmp_path, capsys, ironic_server, baremetal):
     host, document = sync_helpers._host_with_node(baremetal)
     config = _config_file(tmp_path, db, ironic_server.url, host,
                           document)

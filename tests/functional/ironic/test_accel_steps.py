@@ -20,8 +20,9 @@ import time
 import uuid
 
 from accel_common import inventory
-from tests.fixtures import bmc as bmc_fixtures
-from tests.fixtures import ironic as ironic_fixtures
+from accel_tools.embedded import bmc as embedded_bmc
+from accel_tools.embedded import images as embedded_images
+from accel_tools.embedded import ironic as embedded_ironic
 
 FPGA_URI = "/redfish/v1/Systems/1/Processors/FPGA0"
 SIMPLE_UPDATE = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
@@ -32,15 +33,15 @@ def _name():
 
 
 def _managed_node(baremetal, bmc):
-    node = ironic_fixtures.enroll(baremetal, bmc, name=_name())
-    node = ironic_fixtures.manage(baremetal, node)
+    node = embedded_ironic.enroll(baremetal, bmc, name=_name())
+    node = embedded_ironic.manage(baremetal, node)
     assert node.provision_state == "manageable", node.last_error
     return node
 
 
 def _firmware_step(image_server, tmp_path, version="2.1.0",
                    checksum=None, accelerator="fpga0"):
-    path, good = bmc_fixtures.make_firmware_image(tmp_path, version)
+    path, good = embedded_images.make_firmware_image(tmp_path, version)
     return {"interface": "firmware", "step": "update_accelerator_firmware",
             "args": {"settings": [{"accelerator": accelerator,
                                    "url": image_server.url_for(path),
@@ -68,13 +69,13 @@ def _firmware_components(baremetal, node):
 
 def test_manage_writes_inventory_traits_and_firmware(baremetal, tmp_path):
     # System 1 has the default FPGA and GPU, system 2 no accelerator.
-    bmc = bmc_fixtures.BmcEmulator(tmp_path, systems=2, devices={"2": []})
+    bmc = embedded_bmc.BmcEmulator(tmp_path, systems=2, devices={"2": []})
     bmc.start()
     try:
         # NOTE: one after the other; Ironic on sqlite serializes badly.
-        node = ironic_fixtures.manage(baremetal, ironic_fixtures.enroll(
+        node = embedded_ironic.manage(baremetal, embedded_ironic.enroll(
             baremetal, bmc, name=_name()))
-        bare = ironic_fixtures.manage(baremetal, ironic_fixtures.enroll(
+        bare = embedded_ironic.manage(baremetal, embedded_ironic.enroll(
             baremetal, bmc, system=2, name=_name()))
     finally:
         bmc.stop()
@@ -118,7 +119,7 @@ def test_clean_updates_firmware_then_is_idempotent(
     step = _firmware_step(image_server, tmp_path)
     bmc_emulator.clear_requests()
 
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    node = embedded_ironic.clean(baremetal, node, [step])
 
     assert node.provision_state == "manageable", node.last_error
     assert _bmc_fpga_version(bmc_emulator) == "2.1.0"
@@ -138,7 +139,7 @@ def test_clean_updates_firmware_then_is_idempotent(
 
     # The same clean again: the device is already at 2.1.0.
     bmc_emulator.clear_requests()
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    node = embedded_ironic.clean(baremetal, node, [step])
     assert node.provision_state == "manageable", node.last_error
     assert _simple_updates(bmc_emulator) == []
 
@@ -150,7 +151,7 @@ def test_bad_argument_and_wrong_checksum_fail_before_the_bmc(
     step["args"]["settings"][0]["checksum"] = "md5:abc"
     bmc_emulator.clear_requests()
 
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    node = embedded_ironic.clean(baremetal, node, [step])
 
     assert node.provision_state == "clean failed"
     assert "settings[0].checksum" in node.last_error
@@ -158,8 +159,8 @@ def test_bad_argument_and_wrong_checksum_fail_before_the_bmc(
     wrong = "sha256:" + "0" * 64
     step["args"]["settings"][0]["checksum"] = wrong
     _recover(baremetal, node)
-    ironic_fixtures.wait_for_state(baremetal, node, "manageable")
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    embedded_ironic.wait_for_state(baremetal, node, "manageable")
+    node = embedded_ironic.clean(baremetal, node, [step])
 
     assert node.provision_state == "clean failed"
     assert "fpga0" in node.last_error and wrong in node.last_error
@@ -181,7 +182,7 @@ def test_failed_tasks_fail_clean_then_clean_again_works(
 
     # The BMC task ends in Exception.
     bmc_emulator.set_faults(task_exception=True, task_seconds=1)
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    node = embedded_ironic.clean(baremetal, node, [step])
     assert node.provision_state == "clean failed"
     assert node.id in node.last_error and "fpga0" in node.last_error
     assert "ended in state Exception" in node.last_error
@@ -189,8 +190,8 @@ def test_failed_tasks_fail_clean_then_clean_again_works(
     # The task says Completed but the version did not change.
     bmc_emulator.set_faults(task_exception=False, version_unchanged=True)
     _recover(baremetal, node)
-    ironic_fixtures.wait_for_state(baremetal, node, "manageable")
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    embedded_ironic.wait_for_state(baremetal, node, "manageable")
+    node = embedded_ironic.clean(baremetal, node, [step])
     assert node.provision_state == "clean failed"
     assert "fpga0" in node.last_error
     assert "still '2.0.1'" in node.last_error and "2.1.0" in node.last_error
@@ -198,8 +199,8 @@ def test_failed_tasks_fail_clean_then_clean_again_works(
     # Fault gone: the same clean works.
     bmc_emulator.set_faults(version_unchanged=False)
     _recover(baremetal, node)
-    ironic_fixtures.wait_for_state(baremetal, node, "manageable")
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    embedded_ironic.wait_for_state(baremetal, node, "manageable")
+    node = embedded_ironic.clean(baremetal, node, [step])
     assert node.provision_state == "manageable", node.last_error
     assert _bmc_fpga_version(bmc_emulator) == "2.1.0"
 
@@ -210,10 +211,10 @@ def test_bmc_unavailable_beyond_budget_fails_then_recovers(
     step = _firmware_step(image_server, tmp_path)
     bmc_emulator.set_faults(task_seconds=2)
     baremetal.set_node_provision_state(node, "clean", clean_steps=[step])
-    ironic_fixtures.wait_for_state(baremetal, node, "clean wait")
+    embedded_ironic.wait_for_state(baremetal, node, "clean wait")
     # The fixture's Ironic gives an unreachable BMC 6 s.
     bmc_emulator.set_faults(unavailable_seconds=9)
-    node = ironic_fixtures.wait_for_state(
+    node = embedded_ironic.wait_for_state(
         baremetal, node, {"clean failed", "manageable"}, timeout=30)
     assert node.provision_state == "clean failed"
     assert "unavailable" in node.last_error and "fpga0" in node.last_error
@@ -226,8 +227,8 @@ def test_bmc_unavailable_beyond_budget_fails_then_recovers(
         except Exception:
             time.sleep(0.5)
     _recover(baremetal, node)
-    ironic_fixtures.wait_for_state(baremetal, node, "manageable")
-    node = ironic_fixtures.clean(baremetal, node, [step])
+    embedded_ironic.wait_for_state(baremetal, node, "manageable")
+    node = embedded_ironic.clean(baremetal, node, [step])
     assert node.provision_state == "manageable", node.last_error
     assert _bmc_fpga_version(bmc_emulator) == "2.1.0"
 
@@ -238,13 +239,13 @@ def test_conductor_restart_resumes_polling(
     step = _firmware_step(image_server, tmp_path)
     bmc_emulator.set_faults(task_seconds=6)
     baremetal.set_node_provision_state(node, "clean", clean_steps=[step])
-    ironic_fixtures.wait_for_state(baremetal, node, "clean wait")
+    embedded_ironic.wait_for_state(baremetal, node, "clean wait")
     running = baremetal.get_node(node.id).driver_internal_info
     assert running["accel_updates"]["queue"][0]["monitor"]
 
     ironic_server.restart()
 
-    node = ironic_fixtures.wait_for_state(
+    node = embedded_ironic.wait_for_state(
         baremetal, node, {"manageable", "clean failed"}, timeout=60)
     assert node.provision_state == "manageable", node.last_error
     assert len(_simple_updates(bmc_emulator)) == 1
@@ -254,7 +255,7 @@ def test_conductor_restart_resumes_polling(
 def test_deploy_template_runs_program_accelerator_only_with_trait(
         baremetal, bmc_emulator, image_server, tmp_path):
     function_id = str(uuid.uuid4())
-    path, checksum = bmc_fixtures.make_firmware_image(
+    path, checksum = embedded_images.make_firmware_image(
         tmp_path, "1.0", function_id=function_id, kind="function")
     trait = "CUSTOM_ACCEL_PROGRAM_%s" % uuid.uuid4().hex[:12].upper()
     template = baremetal.create_deploy_template(name=trait, steps=[{
@@ -268,7 +269,7 @@ def test_deploy_template_runs_program_accelerator_only_with_trait(
         node = _managed_node(baremetal, bmc_emulator)
         baremetal.add_node_trait(node, trait)
         baremetal.set_node_provision_state(node, "provide")
-        ironic_fixtures.wait_for_state(baremetal, node, "available")
+        embedded_ironic.wait_for_state(baremetal, node, "available")
 
         # Without the trait in instance_info the step does not run.
         bmc_emulator.clear_requests()
@@ -276,18 +277,18 @@ def test_deploy_template_runs_program_accelerator_only_with_trait(
         baremetal.patch_node(node.id, [{"op": "add", "path": "/instance_info",
                                         "value": image}])
         baremetal.set_node_provision_state(node, "active")
-        node = ironic_fixtures.wait_for_state(
+        node = embedded_ironic.wait_for_state(
             baremetal, node, {"active", "deploy failed"})
         assert node.provision_state == "active", node.last_error
         assert _simple_updates(bmc_emulator) == []
         baremetal.set_node_provision_state(node, "deleted")
-        ironic_fixtures.wait_for_state(baremetal, node, "available")
+        embedded_ironic.wait_for_state(baremetal, node, "available")
 
         # With it, the template's step programs the FPGA.
         baremetal.patch_node(node.id, [{"op": "add", "path": "/instance_info",
                                         "value": dict(image, traits=[trait])}])
         baremetal.set_node_provision_state(node, "active")
-        node = ironic_fixtures.wait_for_state(
+        node = embedded_ironic.wait_for_state(
             baremetal, node, {"active", "deploy failed"})
         assert node.provision_state == "active", node.last_error
         assert len(_simple_updates(bmc_emulator)) == 1

@@ -23,7 +23,7 @@ from cyborg_lite.cmd import manage as cyborg_manage
 from ironic_accel.cmd import manage
 from ironic_accel.placement import migrate_flat
 from accel_common.placement import client as placement_client
-from tests.fixtures import placement as fx
+from accel_tools.embedded import placement as embedded_placement
 from tests.functional.placement import documents
 
 MV = "1.39"
@@ -178,7 +178,7 @@ def test_cli_dry_run_and_apply(placement_server, placement_conn, flat_host,
     path.write_text(json.dumps(flat_host.doc))
     conf = manage.new_conf()
     conf([])
-    fx.apply_client_conf(conf, "placement", placement_server.url)
+    embedded_placement.apply_client_conf(conf, "placement", placement_server.url)
     args = types.SimpleNamespace(host=flat_host.host, inventory=str(path),
                                  apply=False)
     assert manage.migrate_flat_command(conf, args) == 0
@@ -265,7 +265,7 @@ def test_cli_refusal_exits_1_with_the_reason(placement_server,
     path.write_text(json.dumps(legacy_named_host.doc))
     conf = manage.new_conf()
     conf([])
-    fx.apply_client_conf(conf, "placement", placement_server.url)
+    embedded_placement.apply_client_conf(conf, "placement", placement_server.url)
     args = types.SimpleNamespace(host=legacy_named_host.host,
                                  inventory=str(path), apply=True,
                                  map_resource_class=None)

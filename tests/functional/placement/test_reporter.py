@@ -24,6 +24,7 @@ from ironic_accel import conf as accel_conf
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from accel_common.placement import tree
+from accel_tools.embedded import placement as embedded_placement
 from tests.fixtures import placement as fx
 from tests.functional.placement import documents
 
@@ -332,7 +333,7 @@ def _conf(url=None):
     accel_conf.register_opts(conf)
     conf([])
     if url:
-        fx.apply_client_conf(conf, "placement", url)
+        embedded_placement.apply_client_conf(conf, "placement", url)
     return conf
 
 

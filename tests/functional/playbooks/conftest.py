@@ -12,6 +12,3 @@
 
 """Fixtures of the playbook tests: real Ironic, the BMC emulator, images."""
 
-from tests.fixtures.ironic import baremetal  # noqa: F401
-from tests.fixtures.ironic import ironic_server  # noqa: F401
-from tests.fixtures.ironic import pytest_runtest_makereport  # noqa: F401

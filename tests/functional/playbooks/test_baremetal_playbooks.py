@@ -18,14 +18,15 @@ import uuid
 
 import pytest
 
-from tests.fixtures import bmc as bmc_fixtures
-from tests.fixtures import ironic as ironic_fixtures
+from accel_tools.embedded import bmc as embedded_bmc
+from accel_tools.embedded import images as embedded_images
+from accel_tools.embedded import ironic as embedded_ironic
 from tests.functional.playbooks import ansible_runner
 
 #: Ironic's fake boot/deploy interfaces (the test Ironic enables no others);
 #: the role itself sets firmware, power and management.
 _EXTRA_INTERFACES = {
-    name: value for name, value in ironic_fixtures.NODE_INTERFACES.items()
+    name: value for name, value in embedded_ironic.NODE_INTERFACES.items()
     if name not in ("firmware_interface", "power_interface",
                     "management_interface")}
 
@@ -35,7 +36,7 @@ def two_node_bmc(tmp_path):
     """A BMC emulator with two systems, each with an FPGA at 2.0.1."""
     workdir = tmp_path / "bmc"
     workdir.mkdir()
-    emulator = bmc_fixtures.BmcEmulator(workdir, systems=2).start()
+    emulator = embedded_bmc.BmcEmulator(workdir, systems=2).start()
     yield emulator
     emulator.stop()
 
@@ -45,7 +46,7 @@ def images(tmp_path):
     """An HTTP server for firmware images written under tmp_path/images."""
     root = tmp_path / "images"
     root.mkdir()
-    server = bmc_fixtures.ImageServer(root)
+    server = embedded_images.ImageServer(root)
     yield root, server
     server.stop()
 
@@ -137,11 +138,11 @@ def test_firmware_rollout_updates_every_node_and_stops_on_failure(
     root, server = images
     # Enrolled through the API directly: enroll.yml has its own test.
     for index, name in enumerate(names):
-        node = ironic_fixtures.enroll(baremetal, two_node_bmc, index + 1,
+        node = embedded_ironic.enroll(baremetal, two_node_bmc, index + 1,
                                       name=name)
-        assert ironic_fixtures.manage(
+        assert embedded_ironic.manage(
             baremetal, node).provision_state == "manageable"
-    path, checksum = bmc_fixtures.make_firmware_image(root, "2.1.0")
+    path, checksum = embedded_images.make_firmware_image(root, "2.1.0")
     settings = [{"accelerator": "FPGA", "url": server.url_for(path),
                  "checksum": checksum, "version": "2.1.0"}]
     wrong = [dict(settings[0], checksum="sha256:" + "0" * 64)]

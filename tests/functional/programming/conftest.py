@@ -20,12 +20,7 @@ from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import api as db_api
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import make_conf
-from tests.fixtures.cyborg_server import cyborg_server_factory  # noqa: F401
 from tests.fixtures.cyborg_server import make_inventory
-from tests.fixtures.databases import db_url  # noqa: F401
-from tests.fixtures.nova_standin import nova_standin  # noqa: F401
-from tests.fixtures.placement import placement_server  # noqa: F401
-from tests.fixtures.rabbitmq import rabbitmq_url  # noqa: F401
 from tests.functional.programming import env
 
 
@@ -92,7 +87,7 @@ class EmbeddedApi:
 
 
 @pytest.fixture
-def embedded_factory(tmp_path, nova_standin):  # noqa: F811
+def embedded_factory(tmp_path, nova_standin):
     """Build :class:`EmbeddedApi` instances; each stopped after the test."""
     made = []
 

@@ -22,6 +22,7 @@ import requests
 from cyborg_lite.agent.drivers import sim
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
+from accel_tools.embedded import placement as embedded_placement
 from tests.fixtures import placement as placement_fixture
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 
@@ -173,7 +174,7 @@ def report_to_placement(api, placement_server, conn):
 
     :returns: a :class:`accel_common.placement.client.Client` on ``conn``.
     """
-    placement_fixture.apply_client_conf(api.conf, "placement",
+    embedded_placement.apply_client_conf(api.conf, "placement",
                                         placement_server.url)
     placement_fixture.create_compute_node(conn, name=api.host)
     client = placement_client.Client(conn)

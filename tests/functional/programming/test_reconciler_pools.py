@@ -22,9 +22,9 @@ from cyborg_lite.cmd.manage import programming as pools_manage
 from cyborg_lite.programming import pools
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
+from accel_tools.embedded import common as embedded_common
 from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures import polling
-from tests.fixtures import rabbitmq
 from tests.functional.programming import env
 
 
@@ -92,7 +92,7 @@ def test_reconciler_fails_what_the_agent_never_did(embedded_factory,
 
 def test_unreachable_broker_fails_the_bind_quickly(embedded_factory,
                                                    nova_standin):
-    url = f"rabbit://guest:guest@127.0.0.1:{rabbitmq.free_port()}/"
+    url = f"rabbit://guest:guest@127.0.0.1:{embedded_common.free_port()}/"
     api = embedded_factory(transport_url=url, **{"agent.rpc_retry": 1})
     arqs = api.client.arqs(api.client.profile("nlb0"))
     started = time.monotonic()

@@ -18,7 +18,6 @@ import pytest
 from ironic_accel import discovery
 from accel_common import inventory
 from tests.unit.ironic_accel import recorded_bmc as rbmc
-from tests.unit.ironic_accel.recorded_bmc import recorded_bmc  # noqa: F401
 
 FUNCTION = "3f3c1b2a-0000-4000-8000-00000000abcd"
 

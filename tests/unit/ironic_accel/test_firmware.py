@@ -32,7 +32,6 @@ from ironic_accel import discovery
 from ironic_accel import firmware
 from ironic_accel import redfish_gateway as gateway
 from tests.unit.ironic_accel import recorded_bmc as rbmc
-from tests.unit.ironic_accel.recorded_bmc import recorded_bmc  # noqa: F401
 
 SIMPLE_UPDATE = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
 TASK = "/redfish/v1/TaskService/Tasks/1"

@@ -20,7 +20,6 @@ import sushy
 from ironic_accel import exception as accel_exception
 from ironic_accel import redfish_gateway as gateway
 from tests.unit.ironic_accel import recorded_bmc as rbmc
-from tests.unit.ironic_accel.recorded_bmc import recorded_bmc  # noqa: F401
 
 FPGA = "/redfish/v1/Systems/1/Processors/FPGA0"
 MONITOR = "/redfish/v1/TaskService/TaskMonitors/1"

@@ -25,7 +25,6 @@ import sushy
 from werkzeug import serving
 
 from accel_tools.emulator import app as emulator_app
-from tests.fixtures.bmc import image_server  # noqa: F401
 
 USERNAME = "admin"
 PASSWORD = "secret"

@@ -10,8 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-from tests.fixtures.bmc import bmc_emulator  # noqa: F401
-from tests.fixtures.bmc import image_server  # noqa: F401
-from tests.fixtures.ironic import baremetal  # noqa: F401
-from tests.fixtures.ironic import ironic_server  # noqa: F401
-from tests.fixtures.ironic import pytest_runtest_makereport  # noqa: F401
+"""The fixtures every test may name: each module's docstring says what it
+starts. A fixture runs only for the tests that ask for it, so loading them
+all here starts nothing."""
+
+pytest_plugins = [
+    "tests.fixtures.bmc",
+    "tests.fixtures.cyborg",
+    "tests.fixtures.cyborg_server",
+    "tests.fixtures.databases",
+    "tests.fixtures.ironic",
+    "tests.fixtures.nova_standin",
+    "tests.fixtures.placement",
+    "tests.fixtures.rabbitmq",
+    "tests.unit.ironic_accel.recorded_bmc",
+]
