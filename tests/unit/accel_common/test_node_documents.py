@@ -21,14 +21,16 @@ EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..",
                        "etc", "cyborg_lite", "inventory.example.json")
 
 
-def _doc(host):
+def example_document(host):
+    """The example inventory document, for ``host``."""
     with open(EXAMPLE) as f:
         doc = json.load(f)
     doc["host"] = host
     return doc
 
 
-def _node(node_uuid, document):
+def node(node_uuid, document):
+    """A node as openstacksdk lists it, carrying ``document``."""
     extra = {"accelerators": document} if document is not None else {}
     # openstacksdk's Node exposes the uuid as ``id``.
     return types.SimpleNamespace(id=node_uuid, extra=extra)
@@ -36,30 +38,30 @@ def _node(node_uuid, document):
 
 def test_nodes_without_documents_are_ignored():
     selection = node_documents.select_documents(
-        [_node("n1", None), _node("n2", _doc("h2"))])
+        [node("n1", None), node("n2", example_document("h2"))])
     assert [d["host"] for d in selection.documents] == ["h2"]
     assert selection.skipped == {}
 
 
 def test_invalid_document_is_skipped_with_reason():
-    bad = _doc("h1")
+    bad = example_document("h1")
     del bad["devices"][0]["pci_address"]
-    selection = node_documents.select_documents([_node("n1", bad)])
+    selection = node_documents.select_documents([node("n1", bad)])
     assert selection.documents == []
     assert "invalid document" in selection.skipped["n1"]
     assert "pci_address" in selection.skipped["n1"]
 
 
 def test_host_filter():
-    nodes = [_node("n1", _doc("h1")), _node("n2", _doc("h2"))]
+    nodes = [node("n1", example_document("h1")), node("n2", example_document("h2"))]
     selection = node_documents.select_documents(nodes, host="h2")
     assert [d["host"] for d in selection.documents] == ["h2"]
 
 
 def test_host_claimed_twice_is_skipped_for_both():
-    other = copy.deepcopy(_doc("h1"))
-    nodes = [_node("n1", _doc("h1")), _node("n2", other),
-             _node("n3", _doc("h3"))]
+    other = copy.deepcopy(example_document("h1"))
+    nodes = [node("n1", example_document("h1")), node("n2", other),
+             node("n3", example_document("h3"))]
     selection = node_documents.select_documents(nodes)
     assert [d["host"] for d in selection.documents] == ["h3"]
     assert set(selection.skipped) == {"n1", "n2"}
@@ -68,5 +70,5 @@ def test_host_claimed_twice_is_skipped_for_both():
 
 def test_dict_nodes_are_accepted():
     selection = node_documents.select_documents(
-        [{"uuid": "n1", "extra": {"accelerators": _doc("h1")}}])
+        [{"uuid": "n1", "extra": {"accelerators": example_document("h1")}}])
     assert len(selection.documents) == 1

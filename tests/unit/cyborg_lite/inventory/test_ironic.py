@@ -10,27 +10,11 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-import json
-import os
 import types
 
 from cyborg_lite.inventory import ironic as ironic_inventory
-
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..",
-                       "etc", "cyborg_lite", "inventory.example.json")
-
-
-def _doc(host):
-    with open(EXAMPLE) as f:
-        doc = json.load(f)
-    doc["host"] = host
-    return doc
-
-
-def _node(node_uuid, document):
-    extra = {"accelerators": document} if document is not None else {}
-    # openstacksdk's Node exposes the uuid as ``id``.
-    return types.SimpleNamespace(id=node_uuid, extra=extra)
+from tests.unit.accel_common.test_node_documents import example_document
+from tests.unit.accel_common.test_node_documents import node
 
 
 def test_sync_applies_each_selected_document():
@@ -39,7 +23,7 @@ def test_sync_applies_each_selected_document():
     class Baremetal:
         def nodes(self, fields):
             assert "extra" in fields
-            return [_node("n1", _doc("h1")), _node("n2", None)]
+            return [node("n1", example_document("h1")), node("n2", None)]
 
     conn = types.SimpleNamespace(baremetal=Baremetal())
     result = ironic_inventory.sync(
