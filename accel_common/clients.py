@@ -62,8 +62,9 @@ def connection(conf, group):
     :returns: ``openstack.connection.Connection``; use the proxy of the
         service, e.g. ``conn.placement``.
     """
-    # NOTE(accel): openstack is imported here, not at module load: it costs about a
-    # second, which every agent and API process would otherwise pay at start.
+    # NOTE(accel): openstack is imported here, not at module load: it costs
+    # about a second, which every agent and API process would otherwise pay
+    # at start.
     import openstack
     from openstack.config import cloud_region
 

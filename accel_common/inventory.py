@@ -192,7 +192,8 @@ def trait_fragment(text):
 
 
 def function_trait(vendor, function_id):
-    """``CUSTOM_FPGA_FUNCTION_ID_<VENDOR>_<FUNCTION>``, as real Cyborg names it."""
+    """``CUSTOM_FPGA_FUNCTION_ID_<VENDOR>_<FUNCTION>``, as real Cyborg names
+    it."""
     return (f"CUSTOM_FPGA_FUNCTION_ID_{trait_fragment(vendor)}_"
             f"{trait_fragment(function_id)}")
 

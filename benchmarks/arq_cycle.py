@@ -265,8 +265,9 @@ def main(argv=None):
                 cpu = None if cpu_before is None else (
                     cpu + cpu_after - cpu_before)
                 if args.runs > 1:
-                    print(f"  run {run + 1}: median cycle "
-                          f"{statistics.median(r['cycle'] for r in run_results):.2f}"
+                    median = statistics.median(r['cycle']
+                                               for r in run_results)
+                    print(f"  run {run + 1}: median cycle {median:.2f}"
                           f" ms, {len(run_results) / run_wall:.1f} cycles/s"
                           f" (load {os.getloadavg()[0]:.2f})")
             runs = f", {args.runs} runs pooled" if args.runs > 1 else ""

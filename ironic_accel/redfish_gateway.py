@@ -506,8 +506,8 @@ def simple_update(node, device, image_url, target):
     protocol = transfer_protocol(image_url)
 
     def post(client):
-        monitor = client.update_service().simple_update(image_url, targets=[target],
-                                        transfer_protocol=protocol)
+        monitor = client.update_service().simple_update(
+            image_url, targets=[target], transfer_protocol=protocol)
         return monitor.task_monitor_uri
     return _call(node, device, "POST SimpleUpdate", post, idempotent=False)
 

@@ -207,7 +207,8 @@ class Client:
 
     def inventories(self, rp_uuid):
         """``(generation, {rc: inventory})`` of a provider."""
-        body = self.request("GET", f"/resource_providers/{rp_uuid}/inventories")
+        body = self.request("GET",
+                            f"/resource_providers/{rp_uuid}/inventories")
         return body["resource_provider_generation"], body["inventories"]
 
     def set_inventories(self, rp_uuid, generation, inventories):

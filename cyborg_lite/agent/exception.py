@@ -73,7 +73,8 @@ class NotSupported(AgentError):
 
 
 class ToolNotFound(AgentError):
-    msg_fmt = "Vendor tool %(tool)s is not installed or not executable: %(reason)s"
+    msg_fmt = ("Vendor tool %(tool)s is not installed or not executable: "
+               "%(reason)s")
     code = "agent.tool_not_found"
 
 

@@ -66,7 +66,8 @@ class AgentService:
         target = oslo_messaging.Target(topic=agent_transport.TOPIC,
                                        server=conf.agent.host)
         self.server = oslo_messaging.get_rpc_server(
-            self.transport, target, [_Endpoint(self.manager)], executor="threading",
+            self.transport, target, [_Endpoint(self.manager)],
+            executor="threading",
             access_policy=dispatcher.DefaultRPCAccessPolicy)
         self._started = False
 

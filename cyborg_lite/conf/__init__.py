@@ -21,7 +21,8 @@ from cyborg_lite.conf import nova
 from cyborg_lite.conf import pools
 from cyborg_lite.conf import programming
 
-# NOTE(cyborg_lite): every module listed here has register_opts(conf) and list_opts().
+# NOTE(cyborg_lite): every module listed here has register_opts(conf) and
+# list_opts().
 _MODULES = [api, database, agent, programming, pools, inventory, nova,
             clients]
 

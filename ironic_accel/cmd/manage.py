@@ -51,8 +51,9 @@ def _document(conf, args):
         clients.connection(conf, "ironic"), host=args.host)
     if not selection.documents:
         reasons = "; ".join(f"{n}: {r}" for n, r in selection.skipped.items())
+        why = f": {reasons}" if reasons else ""
         raise ValueError(f"no usable inventory document for host "
-                         f"{args.host} in Ironic{': ' + reasons if reasons else ''}")
+                         f"{args.host} in Ironic{why}")
     return selection.documents[0]
 
 

@@ -67,7 +67,8 @@ def cli(request, server, nova):
 def test_device_profile_commands(cli):
     name = f"osc-{uuid.uuid4().hex[:10]}"
     created = cli("device", "profile", "create", name,
-                  "--group", "resources:FPGA=1,trait:CUSTOM_FPGA_INTEL=required",
+                  "--group",
+                  "resources:FPGA=1,trait:CUSTOM_FPGA_INTEL=required",
                   "--description", "from the CLI", "-f", "json")
     assert created["name"] == name
     assert created["groups"] == [

@@ -108,8 +108,9 @@ def parse_patch(body, version, is_admin):
             if "value" not in op:
                 raise exception.Invalid(
                     reason=f"ARQ {arq}: op on {op['path']} has no value")
-            # NOTE(cyborg_lite): validators are built once; jsonschema.validate() checks
-            # the schema itself on every call, which costs ms per bind.
+            # NOTE(cyborg_lite): validators are built once;
+            # jsonschema.validate() checks the schema itself on every call,
+            # which costs ms per bind.
             error = jsonschema.exceptions.best_match(
                 _VALUE_VALIDATORS[op["path"]].iter_errors(op["value"]))
             if error is not None:

@@ -33,7 +33,8 @@ def embedded(tmp_path):
                                          ("img-bad", "bad", b"x", "0" * 64)])
     conf = make_conf(sim_state_dir=str(tmp_path / "sim"),
                      image_catalog_dir=str(tmp_path / "catalog"),
-                     sim_program_seconds=0, host=f"embedded-{uuid.uuid4().hex[:12]}")
+                     sim_program_seconds=0,
+                     host=f"embedded-{uuid.uuid4().hex[:12]}")
     agent = service.start_embedded(conf)
     yield conf, rpcapi.AgentAPI(conf)
     agent.stop()

@@ -26,10 +26,12 @@ def fpga(node_uuid, index, handles=2, function_id=None, bus=0x5e):
         "pci_address": pci, "program_mode": "dynamic",
         "regions": [{
             "id": "0",
-            "rp_uuid": inventory.region_rp_uuid(node_uuid, f"fpga{index}", "0"),
+            "rp_uuid": inventory.region_rp_uuid(node_uuid, f"fpga{index}",
+                                                "0"),
             "resource_class": "FPGA", "function_id": function_id,
             "attach_handles": [
-                {"type": "PCI", "pci_address": f"0000:{bus + index:02x}:00.{h + 1}"}
+                {"type": "PCI",
+                 "pci_address": f"0000:{bus + index:02x}:00.{h + 1}"}
                 for h in range(handles)]}]}
 
 

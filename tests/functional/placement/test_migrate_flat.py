@@ -65,7 +65,8 @@ def flat_host(placement_conn, compute_node):
     inventories = {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 4096},
                    "FPGA": {"total": 4, "max_unit": 4},
                    "PGPU": {"total": 2, "max_unit": 2}}
-    gen = _call(placement_conn, "put", f"/resource_providers/{root}/inventories",
+    gen = _call(placement_conn, "put",
+                f"/resource_providers/{root}/inventories",
                 {"resource_provider_generation": 0,
                  "inventories": inventories})["resource_provider_generation"]
     for trait in FLAT_TRAITS:
@@ -178,7 +179,8 @@ def test_cli_dry_run_and_apply(placement_server, placement_conn, flat_host,
     path.write_text(json.dumps(flat_host.doc))
     conf = manage.new_conf()
     conf([])
-    embedded_placement.apply_client_conf(conf, "placement", placement_server.url)
+    embedded_placement.apply_client_conf(conf, "placement",
+                                         placement_server.url)
     args = types.SimpleNamespace(host=flat_host.host, inventory=str(path),
                                  apply=False)
     assert manage.migrate_flat_command(conf, args) == 0
@@ -265,7 +267,8 @@ def test_cli_refusal_exits_1_with_the_reason(placement_server,
     path.write_text(json.dumps(legacy_named_host.doc))
     conf = manage.new_conf()
     conf([])
-    embedded_placement.apply_client_conf(conf, "placement", placement_server.url)
+    embedded_placement.apply_client_conf(conf, "placement",
+                                         placement_server.url)
     args = types.SimpleNamespace(host=legacy_named_host.host,
                                  inventory=str(path), apply=True,
                                  map_resource_class=None)

@@ -23,8 +23,8 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 PLAYBOOKS = REPO / "playbooks"
 BIN = pathlib.Path(sys.executable).parent
 
-_RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)"
-                    r"\s+failed=(\d+)", re.M)
+_RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+"
+                    r"unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 class PlaybookRun:

@@ -54,8 +54,9 @@ def _bind_while_placement_fails(api, client):
     rp = api.rps[0]
     arqs = api.client.arqs(api.client.profile("nlb0"))
     assert api.bind(arqs)[0] == 202
-    polling.wait_for(lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
-                 what="reserved = total while programming")
+    polling.wait_for(
+        lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
+        what="reserved = total while programming")
     with _placement_unreachable(api):
         assert api.client.wait_resolved(arqs[0])["state"] == "Bound"
     return arqs[0]

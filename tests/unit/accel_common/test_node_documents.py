@@ -53,7 +53,8 @@ def test_invalid_document_is_skipped_with_reason():
 
 
 def test_host_filter():
-    nodes = [node("n1", example_document("h1")), node("n2", example_document("h2"))]
+    nodes = [node("n1", example_document("h1")),
+             node("n2", example_document("h2"))]
     selection = node_documents.select_documents(nodes, host="h2")
     assert [d["host"] for d in selection.documents] == ["h2"]
 

@@ -24,10 +24,10 @@ def _parse(body):
 
 
 def test_sdk_form_loads_an_image():
+    image = "9a3c1e2f-0000-4000-8000-000000000001"
     body = [{"path": "/program", "op": "replace",
-             "value": [{"image_uuid": "9a3c1e2f-0000-4000-8000-000000000001"}]}]
-    assert _parse(body) == (None, "9a3c1e2f-0000-4000-8000-000000000001",
-                            False)
+             "value": [{"image_uuid": image}]}]
+    assert _parse(body) == (None, image, False)
 
 
 def test_function_id_and_remove_forms():
