@@ -15,18 +15,19 @@ import io
 import pytest
 
 from accel_tools.demo import main as demo
+from accel_tools.demo import output
 
 
 def test_failed_step_prints_the_component_log_and_stops_the_walk():
     out = io.StringIO()
-    walk = demo.Walk(out, logs={"ironic": lambda: "line 1\nconductor: boom",
-                                "bmc": lambda: ""})
+    walk = output.Walk(out, logs={"ironic": lambda: "line 1\nconductor: boom",
+                                  "bmc": lambda: ""})
     with walk.step("first"):
         walk.detail("fine")
-    with pytest.raises(demo.DemoFailed, match="step 2 .second. failed: "
-                                              "node is clean failed"):
+    with pytest.raises(output.DemoFailed, match="step 2 .second. failed: "
+                                                "node is clean failed"):
         with walk.step("second", ("ironic", "bmc")):
-            raise demo.DemoFailed("node is clean failed")
+            raise output.DemoFailed("node is clean failed")
     walk.summary(["a fact"])
     text = out.getvalue()
     assert "== 2. second" in text
