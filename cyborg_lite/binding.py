@@ -28,7 +28,9 @@ import logging
 import uuid as uuidlib
 
 from cyborg_lite import arq_states as states
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
+from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import regions
@@ -95,7 +97,7 @@ def _all_found(uuids, by_uuid):
 
 
 def _load_arqs(session, uuids, project_id):
-    found = db_api.arq_list(session, project_id=project_id, uuids=uuids)
+    found = arq_db.get_all(session, project_id=project_id, uuids=uuids)
     return _all_found(uuids, {arq.uuid: arq for arq in found})
 
 
@@ -156,7 +158,7 @@ def _bind_instantly(session, arq, fields, deployable, notify):
         if _is_repeat(arq, fields):
             return False
         raise _bound_elsewhere(arq, fields)
-    if db_api.take_free_handle(session, deployable.id, arq.id) is None:
+    if handle_db.take_free(session, deployable.id, arq.id) is None:
         raise exception.NoFreeAttachHandle(
             deployable=deployable.uuid, rp_uuid=fields["device_rp_uuid"],
             arq=arq.uuid)
@@ -164,11 +166,11 @@ def _bind_instantly(session, arq, fields, deployable, notify):
 
 
 def _reserve(session, binds, project_id, programmer, notify):
-    rows = db_api.arqs_with_groups(session, list(binds), project_id)
+    rows = arq_db.with_groups(session, list(binds), project_id)
     arqs = _all_found(binds, {arq.uuid: (arq, group) for arq, group in rows})
     patch_ids = [arq.id for arq, _ in rows]
     for instance in {f["instance_uuid"] for f in binds.values()}:
-        others = db_api.other_bound_arqs(session, instance, patch_ids)
+        others = arq_db.other_bound(session, instance, patch_ids)
         if others:
             raise InstanceAlreadyBound(
                 instance=instance, arqs=", ".join(a.uuid for a in others))
@@ -183,7 +185,7 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise exception.ARQBadState(
                 uuid=arq.uuid, state=arq.state, action="binding",
                 expected=", ".join(states.BINDABLE))
-        deployable, device = db_api.deployable_and_device_by_rp(
+        deployable, device = deployable_db.with_device_by_rp(
             session, fields["device_rp_uuid"])
         if deployable is None:
             raise exception.ResourceProviderNotFound(
@@ -213,7 +215,7 @@ def _reserve(session, binds, project_id, programmer, notify):
 
 
 def _fail(session, binds, project_id, notify=False):
-    arqs = db_api.arq_list(session, project_id=project_id,
+    arqs = arq_db.get_all(session, project_id=project_id,
                            uuids=list(binds))
     failed = []
     for arq in arqs:
@@ -231,7 +233,7 @@ def bind(db, binds, project_id=None, programmer=None, notify=True):
     ARQs whose region must be programmed first stay ``BindStarted``; the
     programmer resolves them in the background and notifies Nova itself.
 
-    :param db: the :class:`cyborg_lite.db.api.Database`.
+    :param db: the :class:`cyborg_lite.db.engine.Database`.
     :param binds: {arq uuid: {hostname, device_rp_uuid, instance_uuid}}.
     :param project_id: restrict to this project's ARQs (None: any).
     :param programmer: a :class:`cyborg_lite.programming.programmer.
@@ -270,7 +272,7 @@ def bind(db, binds, project_id=None, programmer=None, notify=True):
 
 
 def _unbind_rows(session, arqs):
-    db_api.release_handles(session, [arq.id for arq in arqs])
+    handle_db.release(session, [arq.id for arq in arqs])
     for arq in arqs:
         states.move(session, arq, states.UNBOUND, hostname=None,
                     device_rp_uuid=None, instance_uuid=None,
@@ -301,10 +303,10 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
     """
     def _run(session):
         if instance_uuid is not None:
-            arqs = db_api.arq_list(session, project_id=project_id,
+            arqs = arq_db.get_all(session, project_id=project_id,
                                    instance_uuid=instance_uuid)
         else:
-            arqs = db_api.arq_list(session, project_id=project_id,
+            arqs = arq_db.get_all(session, project_id=project_id,
                                    uuids=arq_uuids)
         if not is_service:
             bound = [a.uuid for a in arqs if a.state != states.INITIAL
@@ -313,8 +315,8 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
                 raise exception.ServiceTokenRequired(
                     action=f"deleting bound ARQ(s) {', '.join(bound)}",
                     roles="the service token roles")
-        db_api.release_handles(session, [a.id for a in arqs])
-        db_api.arq_delete_rows(session, [a.id for a in arqs])
+        handle_db.release(session, [a.id for a in arqs])
+        arq_db.delete_rows(session, [a.id for a in arqs])
         return {a.uuid for a in arqs}
 
     deleted = db.run(_run)

@@ -123,3 +123,24 @@ class Locked(CyborgLiteException):
     code = 423
     msg_fmt = ("Accelerator requests of instance %(instance)s are not "
                "resolved yet: %(pending)s.")
+
+
+class AttributeNotFound(NotFound):
+    msg_fmt = "Attribute %(uuid)s could not be found."
+
+
+class AttributeExists(Conflict):
+    msg_fmt = ("Deployable %(deployable)s already has an attribute "
+               "%(key)r (%(uuid)s); delete it first.")
+
+
+class UnknownDeployable(Invalid):
+    msg_fmt = ("deployable_id %(ident)r names no deployable (give its "
+               "integer id or its uuid).")
+
+
+class CapacityError(CyborgLiteException):
+    """A provider kept changing while its capacity was written (raised and
+    caught inside the inventory sync)."""
+
+    msg_fmt = "%(reason)s"

@@ -28,10 +28,9 @@ made.
 
 import logging
 
-import sqlalchemy as sa
 
-from cyborg_lite.db import api as db_api
-from cyborg_lite.db import models
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import devices as device_db
 from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
@@ -49,19 +48,15 @@ class PlacementUpdateFailed(exception.CyborgLiteException):
 
 
 def _providers_of(session, device_uuid):
-    device = db_api.device_get(session, device_uuid)
-    rows = session.execute(
-        sa.select(models.Deployable.rp_uuid, models.Deployable.state)
-        .where(models.Deployable.device_id == device.id,
-               models.Deployable.retired.is_(False))
-        .order_by(models.Deployable.id)).all()
-    return device.status, [tuple(row) for row in rows]
+    device = device_db.get(session, device_uuid)
+    return device.status, deployable_db.providers_of_device(session,
+                                                            device.id)
 
 
 def set_status(db, device_uuid, status, providers=None):
     """Enable (``enabled``) or disable (``maintaining``) a device.
 
-    :param db: the :class:`cyborg_lite.db.api.Database`.
+    :param db: the :class:`cyborg_lite.db.engine.Database`.
     :param status: ``enabled`` or ``maintaining``.
     :param providers: a
         :class:`cyborg_lite.programming.providers.RegionProviders` (its
@@ -94,4 +89,4 @@ def set_status(db, device_uuid, status, providers=None):
                     done=", ".join(done) or "none",
                     pending=", ".join(targets[len(done):]), status=current)
             done.append(rp_uuid)
-    return db_api.device_set_status(db, device_uuid, status)
+    return device_db.set_status(db, device_uuid, status)

@@ -34,7 +34,7 @@ import threading
 import time
 
 from cyborg_lite import arq_states
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
 from accel_common import clients
 
 LOG = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class NovaNotifier:
     """Sends Nova events through openstacksdk (``[nova]`` options).
 
     :param conf: ConfigOpts with ``[nova]`` registered.
-    :param db: the :class:`cyborg_lite.db.api.Database` holding the ARQs.
+    :param db: the :class:`cyborg_lite.db.engine.Database` holding the ARQs.
     """
 
     def __init__(self, conf, db):
@@ -104,7 +104,7 @@ class NovaNotifier:
         """
         if not arq_uuids or not self.enabled:
             return []
-        claimed = db_api.claim_notifications(self.db, arq_uuids)
+        claimed = arq_db.claim_notifications(self.db, arq_uuids)
         return self.deliver(claimed)[0]
 
     def deliver(self, claimed):
@@ -120,7 +120,7 @@ class NovaNotifier:
                                                               "failed")}
                   for arq, instance, state in claimed]
         ok = self._post_with_retries(events)
-        db_api.finish_notifications(self.db, [e["tag"] for e in events],
+        arq_db.finish_notifications(self.db, [e["tag"] for e in events],
                                     "sent" if ok else "failed")
         return events, ok
 
@@ -231,7 +231,7 @@ def resend_pending(notifier, grace=DEFAULT_GRACE, stale_sending=None,
                "sending": now - datetime.timedelta(seconds=stale_sending)}
     if include_failed:
         cutoffs["failed"] = cutoffs["pending"]
-    claimed = db_api.claim_stale_notifications(notifier.db, cutoffs,
+    claimed = arq_db.claim_stale_notifications(notifier.db, cutoffs,
                                                limit=limit)
     if claimed:
         LOG.info("Resending %d Nova event(s) left behind: %s", len(claimed),

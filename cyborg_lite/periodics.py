@@ -66,7 +66,7 @@ class Periodics:
     """The periodic tasks of one API process.
 
     :param conf: the API's ConfigOpts.
-    :param db: the :class:`~cyborg_lite.db.api.Database`.
+    :param db: the :class:`~cyborg_lite.db.engine.Database`.
     :param programmer: the process's
         :class:`~cyborg_lite.programming.programmer.Programmer`.
     :param notifier: the :class:`~cyborg_lite.notifier.NovaNotifier`.

@@ -33,7 +33,7 @@ from accel_tools.embedded import placement as placement_launcher
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
 from cyborg_lite.api import app as app_mod
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import service
 
 
@@ -68,7 +68,7 @@ def start(directory, log_file, host, function_id, placement_url,
                           group=None if group == "DEFAULT" else group)
     placement_launcher.apply_client_conf(conf, "placement", placement_url)
     _apply_noauth_endpoint(conf, "ironic", ironic_url)
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     db.sync()
     app = app_mod.create_app(conf, db=db)
     server = devserver.serve_in_thread(app)

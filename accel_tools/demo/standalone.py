@@ -27,7 +27,7 @@ from accel_tools import devserver
 from accel_tools.demo import identities
 from accel_tools.demo import output
 from cyborg_lite.api import app as app_mod
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite import service
 
@@ -41,7 +41,7 @@ def run(state_dir, inventory_path):
     service.prepare([], conf=conf, default_config_files=[],
                     setup_logging=False)
     conf.set_override("state_path", os.path.abspath(state_dir))
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     db.sync()
     with open(inventory_path, encoding="utf-8") as handle:
         document = json.load(handle)

@@ -24,7 +24,7 @@ from cyborg_lite.api import errors
 from cyborg_lite.api import microversion
 from cyborg_lite.api import routes
 from cyborg_lite import context as context_mod
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import policy
@@ -42,7 +42,7 @@ class Services:
     """What handlers reach through ``common.services()``."""
 
     conf: typing.Any
-    db: db_api.Database
+    db: db_engine.Database
     enforcer: typing.Any
     notifier: typing.Any
     #: bind-time, admin and pool programming
@@ -108,7 +108,7 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
 
     :param conf: an oslo.config ConfigOpts with cyborg_lite's options
         registered and parsed.
-    :param db: a :class:`cyborg_lite.db.api.Database`; by default the one
+    :param db: a :class:`cyborg_lite.db.engine.Database`; by default the one
         ``[database] connection`` names (its schema must be synced).
     :param programmer: a :class:`~cyborg_lite.programming.programmer.
         Programmer`; by default one built from ``conf``, and the process's
@@ -119,7 +119,7 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
     :returns: a Flask app (a WSGI application).
     """
-    db = db or db_api.Database.from_conf(conf)
+    db = db or db_engine.Database.from_conf(conf)
     notifier = notifier or notifier_mod.NovaNotifier(conf, db)
     periodics = None
     if programmer is DEFAULT:

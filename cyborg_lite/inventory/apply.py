@@ -35,7 +35,7 @@ import logging
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite.programming import regions
 from accel_common import inventory
@@ -103,7 +103,7 @@ def _sync_handles(session, deployable, wanted, summary):
         handle = by_key.get(key)
         if handle is None:
             session.add(models.AttachHandle(
-                uuid=db_api.new_uuid(), deployable_id=deployable.id,
+                uuid=db_engine.new_uuid(), deployable_id=deployable.id,
                 pci_address=key[0], mdev_type=key[1], in_use=False,
                 **values))
             summary.add("attach_handles", "created")
@@ -167,7 +167,7 @@ def _sync_attributes(session, deployable, region):
         else:
             session.delete(attr)
     for key, value in wanted.items():
-        session.add(models.Attribute(uuid=db_api.new_uuid(),
+        session.add(models.Attribute(uuid=db_engine.new_uuid(),
                                      deployable_id=deployable.id, key=key,
                                      value=value))
 
@@ -233,7 +233,7 @@ def _sync_device(session, host, doc_device, device, summary):
               "firmware_version": doc_device.get("firmware_version"),
               "retired": False}
     if device is None:
-        device = models.Device(uuid=db_api.new_uuid(), hostname=host,
+        device = models.Device(uuid=db_engine.new_uuid(), hostname=host,
                                source_id=doc_device["id"], status="enabled",
                                **values)
         session.add(device)
@@ -255,7 +255,7 @@ def _sync_device(session, host, doc_device, device, summary):
                   "retired": False}
         if dep is None:
             dep = models.Deployable(
-                uuid=db_api.new_uuid(), device_id=device.id,
+                uuid=db_engine.new_uuid(), device_id=device.id,
                 region_id=region["id"], num_accelerators=0,
                 state=regions.READY, function_id=region.get("function_id"),
                 reported_function_id=region.get("function_id"), **values)
@@ -324,7 +324,7 @@ def apply_document(db, document):
     """Validate ``document`` and make the database match it, in one
     transaction.
 
-    :param db: a :class:`cyborg_lite.db.api.Database`.
+    :param db: a :class:`cyborg_lite.db.engine.Database`.
     :param document: the decoded inventory document.
     :raises accel_common.inventory.InvalidInventory: naming the bad field;
         nothing is changed.

@@ -25,6 +25,7 @@ is the reporter's.
 from oslo_log import log as logging
 
 from accel_common.placement import client as placement_client
+from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -32,10 +33,6 @@ UPDATED = "updated"
 UNCHANGED = "unchanged"
 #: The provider, or its inventory of the region's class, does not exist.
 ABSENT = "absent"
-
-
-class CapacityError(Exception):
-    """A provider kept changing while its capacity was written."""
 
 
 def _wanted(record, count, used):
@@ -83,7 +80,7 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
 
     return client.retry_on_conflict(
         write, retries, rp_uuid, "its capacity was written",
-        gave_up=lambda conflict: CapacityError(
+        gave_up=lambda conflict: exception.CapacityError(
             f"provider {rp_uuid} kept changing: gave up after "
             f"{retries + 1} attempts"))
 
@@ -111,7 +108,7 @@ def offer_handles(client, document, regions):
                 outcomes[region["rp_uuid"]] = set_capacity(
                     client, region["rp_uuid"], region["resource_class"],
                     len(region["attach_handles"]))
-            except (CapacityError, placement_client.PlacementError) as exc:
+            except (exception.CapacityError, placement_client.PlacementError) as exc:
                 LOG.warning("Host %s: capacity of provider %s not set: %s",
                             document["host"], region["rp_uuid"], exc)
                 outcomes[region["rp_uuid"]] = f"failed: {exc}"

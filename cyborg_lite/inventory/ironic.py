@@ -25,7 +25,7 @@ import logging
 from accel_common import clients
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.inventory import apply
 from cyborg_lite.inventory import capacity
 from cyborg_lite.inventory import handle_discovery
@@ -52,7 +52,7 @@ def missing_providers(placement, document):
 
 
 def _note_placement_failure(session, rp_uuid, function_id, error):
-    deployable = db_api.deployable_by_rp(session, rp_uuid)
+    deployable = deployable_db.by_rp(session, rp_uuid)
     if deployable is not None:
         regions.note_placement(session, deployable.id, function_id, error)
 
@@ -83,7 +83,7 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
          agent_api=None, agent_host=None, offer_capacity=False):
     """Apply every selected node document to the database.
 
-    :param db: a :class:`cyborg_lite.db.api.Database`.
+    :param db: a :class:`cyborg_lite.db.engine.Database`.
     :param conn: an openstacksdk connection (``[ironic]``).
     :param host: only this host, when given.
     :param apply_document: the function applying one document;

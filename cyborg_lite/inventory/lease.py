@@ -37,7 +37,7 @@ import time
 import uuid as uuidlib
 
 from accel_common import clients
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import ironic
 
@@ -61,7 +61,7 @@ class InventorySync:
     """Runs the inventory sync passes of one API process.
 
     :param conf: the API's ConfigOpts.
-    :param db: the :class:`~cyborg_lite.db.api.Database`.
+    :param db: the :class:`~cyborg_lite.db.engine.Database`.
     :param programmer: the :class:`~cyborg_lite.programming.programmer.
         Programmer`, which reaches the host agents (None when only the
         lease is used, as by ``inventory sync``).
@@ -83,16 +83,16 @@ class InventorySync:
 
     def acquire(self):
         """Take or renew the lease; True when this process holds it."""
-        return db_api.periodic_lease_acquire(self.db, LEASE_NAME, self.owner,
+        return lease_db.acquire(self.db, LEASE_NAME, self.owner,
                                              self.lease_seconds)
 
     def release(self):
         """Give the lease up so another worker takes over at once."""
-        db_api.periodic_lease_release(self.db, LEASE_NAME, self.owner)
+        lease_db.release(self.db, LEASE_NAME, self.owner)
 
     def holder(self):
         """``(owner, expires_at)`` of the lease (naive UTC), or None."""
-        return db_api.periodic_lease_get(self.db, LEASE_NAME)
+        return lease_db.get(self.db, LEASE_NAME)
 
     def due(self):
         """True when no pass ran (or runs) within the last interval.

@@ -29,9 +29,11 @@ import collections
 import dataclasses
 import logging
 
-import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import pools as pool_db
 from cyborg_lite.db import models
 from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
@@ -90,8 +92,7 @@ def _sync_config(db, conf):
     wanted = {p.name: p for p in config_pools(conf)}
 
     def _run(session):
-        rows = {r.name: r for r in session.execute(
-            sa.select(models.FunctionPool)).scalars()}
+        rows = {r.name: r for r in pool_db.get_all(session)}
         for name, row in rows.items():
             if name.startswith(CONFIG_PREFIX) and name not in wanted:
                 session.delete(row)
@@ -117,8 +118,7 @@ def load(db, conf=None):
         _sync_config(db, conf)
     return db.run(lambda s: [
         Pool(r.name, r.function_id, r.min_ready, r.resource_class)
-        for r in s.execute(sa.select(models.FunctionPool)
-                           .order_by(models.FunctionPool.name)).scalars()])
+        for r in pool_db.get_all(s)])
 
 
 def set_pool(db, name, function_id, min_ready, resource_class=None):
@@ -131,8 +131,7 @@ def set_pool(db, name, function_id, min_ready, resource_class=None):
         raise InvalidPolicy(entry=name, reason="N must not be negative")
 
     def _run(session):
-        row = session.execute(sa.select(models.FunctionPool).where(
-            models.FunctionPool.name == name)).scalar_one_or_none()
+        row = pool_db.get(session, name)
         if row is None:
             row = models.FunctionPool(name=name)
             session.add(row)
@@ -146,26 +145,13 @@ def set_pool(db, name, function_id, min_ready, resource_class=None):
 
 def delete_pool(db, name):
     """Delete a pool stored in the database; True when it existed."""
-    return db.run(lambda s: s.execute(sa.delete(models.FunctionPool).where(
-        models.FunctionPool.name == name)).rowcount == 1)
+    return db.run(pool_db.delete, name)
 
-
-# Counting ---------------------------------------------------------------
 
 def _regions(session):
     """Live programmable regions with their device and use counts."""
-    rows = session.execute(
-        sa.select(models.Deployable, models.Device)
-        .join(models.Device, models.Deployable.device_id == models.Device.id)
-        .where(models.Deployable.retired.is_(False),
-               models.Device.retired.is_(False),
-               models.Device.type.in_(PROGRAMMABLE_TYPES))
-        .order_by(models.Deployable.id)).all()
-    used = dict(session.execute(
-        sa.select(models.AttachHandle.deployable_id,
-                  sa.func.count(models.AttachHandle.id))
-        .where(models.AttachHandle.in_use.is_(True))
-        .group_by(models.AttachHandle.deployable_id)).all())
+    rows = deployable_db.with_devices_of_types(session, PROGRAMMABLE_TYPES)
+    used = handle_db.in_use_by_deployable(session)
     device_used = collections.Counter()
     for deployable, device in rows:
         device_used[device.id] += used.get(deployable.id, 0)
@@ -223,10 +209,7 @@ def status(db, conf=None):
 
 
 def _fill_one(session, programmer, pool, pools, limit=1):
-    locked = session.execute(
-        sa.select(models.FunctionPool).where(
-            models.FunctionPool.name == pool.name).with_for_update()
-    ).scalar_one_or_none()
+    locked = pool_db.lock(session, pool.name)
     if locked is None:
         return []
     rows = _regions(session)

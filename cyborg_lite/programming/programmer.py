@@ -40,10 +40,11 @@ import os
 import threading
 import uuid as uuidlib
 
-import sqlalchemy as sa
 
 from accel_common import inventory
 from accel_common.placement import tree
+from cyborg_lite.db import devices as device_db
+from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
@@ -51,7 +52,8 @@ from cyborg_lite.agent import transport
 from cyborg_lite import arq_states
 from cyborg_lite import binding
 from cyborg_lite.conf import agent as agent_conf
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
@@ -127,7 +129,7 @@ class Programmer:
     """Programs regions through the host agents (see the module doc).
 
     :param conf: the API's ConfigOpts.
-    :param db: the :class:`~cyborg_lite.db.api.Database`.
+    :param db: the :class:`~cyborg_lite.db.engine.Database`.
     :param notifier: sends Nova events (``notify_later``, ``enabled``).
     :param agent_api: an :class:`~cyborg_lite.agent.rpcapi.AgentAPI`;
         by default one is built on first use (starting the embedded agent
@@ -148,8 +150,6 @@ class Programmer:
         self._owned = set()
         self._executor = None
 
-    # -- agents ------------------------------------------------------------
-
     @property
     def embedded(self):
         """True when the agent runs inside this process."""
@@ -168,8 +168,6 @@ class Programmer:
     def agent_host(self, host):
         """The agent serving ``host``: itself, or the embedded one."""
         return self.conf.agent.host if self.embedded else host
-
-    # -- bind ----------------------------------------------------------------
 
     def start(self, session, arq, deployable, group):
         """Take ``deployable`` for programming what ``group`` asks for, and
@@ -212,15 +210,12 @@ class Programmer:
 
     @staticmethod
     def _hold(session, arq, deployable):
-        handle = db_api.take_free_handle(session, deployable.id, arq.id)
+        handle = handle_db.take_free(session, deployable.id, arq.id)
         if handle is None:
             raise exception.NoFreeAttachHandle(
                 deployable=deployable.uuid, rp_uuid=deployable.rp_uuid,
                 arq=arq.uuid)
-        session.execute(
-            sa.update(models.ARQ).where(models.ARQ.id == arq.id)
-            .values(deployable_id=deployable.id)
-            .execution_options(synchronize_session=False))
+        arq_db.set_deployable(session, arq.id, deployable.id)
 
     def begin(self, session, deployable, device, function_id, bitstream_id,
               allowed, arq=None, reset=False):
@@ -250,7 +245,7 @@ class Programmer:
                 state="retired" if refused.retired else refused.state,
                 detail=detail + "; an administrator can reset it"
                 if refused.state == regions.ERROR else detail)
-        in_use = regions.handles_in_use(session, [d.id for d in unit])
+        in_use = handle_db.in_use_count(session, [d.id for d in unit])
         if in_use:
             raise prog_exception.RegionInUse(
                 deployable=deployable.uuid, running=running, count=in_use,
@@ -280,8 +275,6 @@ class Programmer:
             executor = self._executor
         return [executor.submit(self.run, job) for job in jobs]
 
-    # -- admin and pools -----------------------------------------------------
-
     def prepare(self, deployable_uuid, function_id=None, bitstream_id=None,
                 reset=False, allowed=regions.ADMIN_STARTABLE):
         """Take a region for an operator's program or reset (no ARQ).
@@ -292,7 +285,7 @@ class Programmer:
             exactly that (nothing to do).
         """
         def _run(session):
-            deployable = db_api.deployable_get(session, deployable_uuid)
+            deployable = deployable_db.get(session, deployable_uuid)
             device = session.get(models.Device, deployable.device_id)
             if (not reset and deployable.state == regions.READY
                     and ((function_id and deployable.function_id
@@ -321,8 +314,6 @@ class Programmer:
         if job is None:
             return Outcome(ok=True, function_id=function_id)
         return self.run(job)
-
-    # -- the run -------------------------------------------------------------
 
     def run(self, job):
         """Program the job's regions and settle the outcome (never raises).
@@ -385,11 +376,7 @@ class Programmer:
                                   image_id):
                 return None
             if error:
-                session.execute(
-                    sa.update(models.Deployable)
-                    .where(models.Deployable.id.in_(job.ids))
-                    .values(last_error=error)
-                    .execution_options(synchronize_session=False))
+                deployable_db.set_last_error(session, job.ids, error)
             bound = []
             for arq in regions.waiting_arqs(session, job.ids):
                 arq_states.move(session, arq, arq_states.BOUND,
@@ -419,7 +406,7 @@ class Programmer:
             if not regions.fail(session, job.ids, owner, message):
                 return None
             arqs = regions.waiting_arqs(session, job.ids)
-            db_api.release_handles(session, [a.id for a in arqs])
+            handle_db.release(session, [a.id for a in arqs])
             for arq in arqs:
                 arq_states.move(session, arq, arq_states.BIND_FAILED,
                                 deployable_id=None,
@@ -437,12 +424,8 @@ class Programmer:
 
     def _device_enabled(self, job):
         """Is the device of ``job``'s regions enabled now?"""
-        status = self.db.read(lambda session: session.execute(
-            sa.select(models.Device.status)
-            .join(models.Deployable,
-                  models.Deployable.device_id == models.Device.id)
-            .where(models.Deployable.id == job.regions[0].id)
-        ).scalar_one_or_none())
+        status = self.db.read(device_db.status_of_deployable,
+                              job.regions[0].id)
         return status == "enabled"
 
     def update_placement(self, job, trait, restore, still_wanted=None):
@@ -473,8 +456,6 @@ class Programmer:
                           region.rp_uuid, error)
                 problems.append(f"{regions.PLACEMENT_FAILED} {error}")
         return "; ".join(problems) or None
-
-    # -- leases --------------------------------------------------------------
 
     def renew_leases(self):
         """Renew the lease of every run this process is waiting for."""

@@ -35,15 +35,13 @@ any number of workers may run it at once:
 5. function pools are filled (:mod:`cyborg_lite.programming.pools`).
 """
 
-import datetime
 import logging
 
-import sqlalchemy as sa
 
 from accel_common import inventory
 from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite import arq_states
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import models
 from cyborg_lite import exception
 from cyborg_lite.programming import pools as pools_mod
@@ -120,34 +118,21 @@ def settle_stale(programmer):
     return summary
 
 
-def _orphans(session, stale_after):
-    cutoff = models.utcnow() - datetime.timedelta(seconds=stale_after)
-    programming = sa.select(models.Deployable.id).where(
-        models.Deployable.state == regions.PROGRAMMING)
-    return list(session.execute(
-        sa.select(models.ARQ).where(
-            models.ARQ.state == arq_states.BIND_STARTED,
-            sa.or_(models.ARQ.updated_at.is_(None),
-                   models.ARQ.updated_at < cutoff),
-            sa.or_(models.ARQ.deployable_id.is_(None),
-                   models.ARQ.deployable_id.not_in(programming))))
-        .scalars())
-
-
 def fail_orphans(programmer):
     """Step 2. :returns: the ARQs moved to ``BindFailed``."""
     notify = programmer.notifies
 
     def _run(session):
         failed = []
-        for arq in _orphans(session, programmer.conf.programming.stale_after):
+        stale_after = programmer.conf.programming.stale_after
+        for arq in regions.orphaned_arqs(session, stale_after):
             try:
                 arq_states.move(session, arq, arq_states.BIND_FAILED,
                                 deployable_id=None,
                                 notification="pending" if notify else None)
             except exception.ARQBadState:  # another worker moved it first
                 continue
-            db_api.release_handles(session, [arq.id])
+            handle_db.release(session, [arq.id])
             failed.append(arq.uuid)
         return failed
 
@@ -161,11 +146,8 @@ def recheck_errors(programmer):
     summary = {"recovered": [], "still_error": []}
 
     def _load(session):
-        rows = session.execute(
-            sa.select(models.Deployable).where(
-                models.Deployable.state == regions.ERROR,
-                models.Deployable.retired.is_(False))).scalars()
-        return [(d.id, _job_for(session, d)) for d in rows]
+        return [(d.id, _job_for(session, d))
+                for d in regions.in_state(session, regions.ERROR)]
 
     for deployable_id, job in programmer.db.run(_load):
         region = job.regions[0]
@@ -225,15 +207,9 @@ def _update_placement(programmer, deployable_id, function_id, job):
 def _placement_failures(session):
     """``(id, function_id, last_error, job)`` of the ``ready`` regions
     whose latest Placement update failed."""
-    rows = session.execute(
-        sa.select(models.Deployable).where(
-            models.Deployable.state == regions.READY,
-            models.Deployable.retired.is_(False),
-            models.Deployable.last_error.startswith(
-                regions.PLACEMENT_FAILED))
-        .order_by(models.Deployable.id)).scalars()
     return [(d.id, d.function_id, d.last_error, _job_for(session, d))
-            for d in rows]
+            for d in regions.in_state(session, regions.READY,
+                                      error_prefix=regions.PLACEMENT_FAILED)]
 
 
 def retry_placement(programmer):

@@ -145,14 +145,6 @@ def note_placement(session, deployable_id, function_id, error,
         .execution_options(synchronize_session=False)).rowcount == 1
 
 
-def handles_in_use(session, deployable_ids):
-    """How many attach handles of these regions are held by ARQs."""
-    return session.execute(
-        sa.select(sa.func.count(models.AttachHandle.id)).where(
-            models.AttachHandle.deployable_id.in_(deployable_ids),
-            models.AttachHandle.in_use.is_(True))).scalar_one()
-
-
 def waiting_arqs(session, deployable_ids):
     """ARQs in ``BindStarted`` waiting for these regions' programming."""
     return list(session.execute(
@@ -254,3 +246,28 @@ def note_error(session, deployable_id, detail):
                                    _D.last_error != detail))
         .values(last_error=str(detail)[:4000])
         .execution_options(synchronize_session=False))
+
+
+def in_state(session, state, error_prefix=None):
+    """Live regions in ``state`` (whose ``last_error`` starts with
+    ``error_prefix``, when given), by id."""
+    where = [_D.state == state, _D.retired.is_(False)]
+    if error_prefix is not None:
+        where.append(_D.last_error.startswith(error_prefix))
+    return list(session.execute(
+        sa.select(_D).where(*where).order_by(_D.id)).scalars())
+
+
+def orphaned_arqs(session, stale_after):
+    """ARQs in ``BindStarted`` for longer than ``stale_after`` seconds that
+    no programming run waits for any more."""
+    cutoff = models.utcnow() - datetime.timedelta(seconds=stale_after)
+    programming = sa.select(_D.id).where(_D.state == PROGRAMMING)
+    return list(session.execute(
+        sa.select(models.ARQ).where(
+            models.ARQ.state == arq_states.BIND_STARTED,
+            sa.or_(models.ARQ.updated_at.is_(None),
+                   models.ARQ.updated_at < cutoff),
+            sa.or_(models.ARQ.deployable_id.is_(None),
+                   models.ARQ.deployable_id.not_in(programming))))
+        .scalars())

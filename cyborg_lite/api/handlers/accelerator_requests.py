@@ -21,7 +21,8 @@ from cyborg_lite.api.schemas import accelerator_requests as schema
 from cyborg_lite.api.schemas import device_profiles as dp_schema
 from cyborg_lite import arq_states as states
 from cyborg_lite import binding
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import policy
 
@@ -47,7 +48,7 @@ def serialize(arq, handle=None):
 
 def _with_handles(session, arqs):
     """``(arqs, {arq id: (handle, deployable)})`` of the bound ones."""
-    return arqs, db_api.arq_handles(
+    return arqs, arq_db.handles_of(
         session, [a.id for a in arqs if a.state == states.BOUND])
 
 
@@ -63,7 +64,7 @@ def _authorize(action):
 
 def _uuid_param(params, name):
     value = params.get(name)
-    if value is not None and not db_api.is_uuid_like(value):
+    if value is not None and not db_engine.is_uuid_like(value):
         raise exception.InvalidParameter(name=name,
                                          reason=f"{value!r} is not a UUID")
     return binding.canonical_uuid(value) if value is not None else None
@@ -80,7 +81,7 @@ def list_arqs():
         raise exception.InvalidParameter(
             name="bind_state",
             reason=f"only 'resolved' is supported, got {bind_state!r}")
-    arqs, handles = svc.db.read(lambda s: _with_handles(s, db_api.arq_list(
+    arqs, handles = svc.db.read(lambda s: _with_handles(s, arq_db.get_all(
         s, project_id=scope, instance_uuid=instance, limit=limit,
         marker=marker)))
     if bind_state:
@@ -97,10 +98,10 @@ def show(arq_uuid):
     """GET /v2/accelerator_requests/{uuid}"""
     svc, ctx, scope = _authorize("get_one")
     common.query(())
-    if not db_api.is_uuid_like(arq_uuid):
+    if not db_engine.is_uuid_like(arq_uuid):
         raise exception.ARQNotFound(uuids=arq_uuid)
     (arq,), handles = svc.db.read(lambda s: _with_handles(s, [
-        db_api.arq_get(s, binding.canonical_uuid(arq_uuid), scope)]))
+        arq_db.get(s, binding.canonical_uuid(arq_uuid), scope)]))
     return flask.jsonify(serialize(arq, handles.get(arq.id)))
 
 
@@ -109,7 +110,7 @@ def create():
     svc, ctx, scope = _authorize("create")
     common.query(())
     body = schemas.validate(schema.CREATE, common.json_body())
-    arqs = db_api.arq_create_from_profile(
+    arqs = arq_db.create_from_profile(
         svc.db, body["device_profile_name"], ctx.project_id,
         dp_schema.group_amount)
     return flask.jsonify({"arqs": [serialize(a) for a in arqs]}), 201
@@ -167,8 +168,8 @@ def _delete_arqs(svc, ctx, scope, uuids):
         raise exception.InvalidParameter(name="arqs",
                                          reason="name at least one ARQ")
     valid = [binding.canonical_uuid(u) for u in uuids
-             if db_api.is_uuid_like(u)]
-    invalid = [u for u in uuids if not db_api.is_uuid_like(u)]
+             if db_engine.is_uuid_like(u)]
+    invalid = [u for u in uuids if not db_engine.is_uuid_like(u)]
     try:
         binding.delete(svc.db, arq_uuids=valid, project_id=scope,
                        is_service=ctx.is_service)

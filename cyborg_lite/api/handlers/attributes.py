@@ -18,7 +18,8 @@ import flask
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import attributes as schema
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import attributes as attribute_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import policy
 
@@ -48,11 +49,11 @@ def list_attributes():
     limit, marker = common.pagination(params)
     deployable = params.get("deployable_id")
     if deployable is not None and not (deployable.isdigit()
-                                       or db_api.is_uuid_like(deployable)):
+                                       or db_engine.is_uuid_like(deployable)):
         raise exception.InvalidParameter(
             name="deployable_id",
             reason=f"{deployable!r} is neither an integer id nor a uuid")
-    attributes = db_api.attribute_list(svc.db, deployable=deployable,
+    attributes = attribute_db.get_all(svc.db, deployable=deployable,
                                        key=params.get("key"), limit=limit,
                                        marker=marker)
     return flask.jsonify({"attributes": [serialize(a) for a in attributes]})
@@ -62,7 +63,7 @@ def show(uuid):
     """GET /v2/attributes/{uuid}"""
     svc = _authorize("get_one")
     common.query(())
-    return flask.jsonify(serialize(db_api.attribute_get(svc.db, uuid)))
+    return flask.jsonify(serialize(attribute_db.get(svc.db, uuid)))
 
 
 def create():
@@ -75,7 +76,7 @@ def create():
         # attribute create`) wraps the body in its resource key.
         body = body["attribute"]
     body = schemas.validate(schema.CREATE, body)
-    attribute = db_api.attribute_create(
+    attribute = attribute_db.create(
         svc.db, deployable=body["deployable_id"], key=body["key"],
         value=body["value"])
     return flask.jsonify(serialize(attribute)), 201
@@ -85,5 +86,5 @@ def delete(uuid):
     """DELETE /v2/attributes/{uuid}"""
     svc = _authorize("delete")
     common.query(())
-    db_api.attribute_delete(svc.db, uuid)
+    attribute_db.delete(svc.db, uuid)
     return common.empty(204)

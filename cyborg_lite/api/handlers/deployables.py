@@ -20,7 +20,9 @@ import flask
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import deployables as schema
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import attributes as attribute_db
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import policy
 from cyborg_lite.programming import exception as prog_exception
@@ -44,7 +46,7 @@ def serialize(deployable, attributes):
 
 
 def _serialize_all(db, deployables):
-    attrs = db.read(lambda s: db_api.attributes_of(
+    attrs = db.read(lambda s: attribute_db.of_deployables(
         s, [d.id for d in deployables]))
     return [serialize(d, attrs.get(d.id, [])) for d in deployables]
 
@@ -61,7 +63,7 @@ def list_deployables():
     svc = _authorize("get_all")
     params = common.query(("rp_uuid", "name", "limit", "marker"))
     limit, marker = common.pagination(params)
-    deployables = db_api.deployable_list(
+    deployables = deployable_db.get_all(
         svc.db, rp_uuid=params.get("rp_uuid"), name=params.get("name"),
         limit=limit, marker=marker)
     return flask.jsonify({"deployables": _serialize_all(svc.db,
@@ -72,10 +74,10 @@ def show(uuid):
     """GET /v2/deployables/{uuid}"""
     svc = _authorize("get_one")
     common.query(())
-    if not db_api.is_uuid_like(uuid):
+    if not db_engine.is_uuid_like(uuid):
         raise exception.DeployableNotFound(ident=uuid)
     return flask.jsonify(_serialize_all(
-        svc.db, [db_api.deployable_get(svc.db, uuid)])[0])
+        svc.db, [deployable_db.get(svc.db, uuid)])[0])
 
 
 def program(uuid):
@@ -94,7 +96,7 @@ def program(uuid):
         function_id, bitstream_id, reset = schema.parse_program(body)
     except ValueError as error:
         raise exception.Invalid(reason=str(error))
-    if not db_api.is_uuid_like(uuid):
+    if not db_engine.is_uuid_like(uuid):
         raise exception.DeployableNotFound(ident=uuid)
     if svc.programmer is None:
         raise exception.Conflict(reason="programming is not available in "
@@ -104,4 +106,4 @@ def program(uuid):
     if not outcome.ok:
         raise prog_exception.ProgrammingFailed(reason=outcome.error)
     return flask.jsonify(_serialize_all(
-        svc.db, [db_api.deployable_get(svc.db, uuid)])[0])
+        svc.db, [deployable_db.get(svc.db, uuid)])[0])

@@ -19,7 +19,8 @@ from cyborg_lite.api import common
 from cyborg_lite.api import microversion
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import device_profiles as profile_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import policy
 
@@ -46,7 +47,7 @@ def list_profiles():
     params = common.query(("name", "limit", "marker"))
     limit, marker = common.pagination(params)
     names = params["name"].split(",") if "name" in params else None
-    profiles = db_api.device_profile_list(svc.db, names=names, limit=limit,
+    profiles = profile_db.get_all(svc.db, names=names, limit=limit,
                                           marker=marker)
     return flask.jsonify({"device_profiles": [serialize(p)
                                               for p in profiles]})
@@ -56,12 +57,12 @@ def show(ident):
     """GET /v2/device_profiles/{uuid} (or {name} from 2.2)."""
     svc = _authorize("get_one")
     common.query(())
-    if not db_api.is_uuid_like(ident) and common.version() < \
+    if not db_engine.is_uuid_like(ident) and common.version() < \
             microversion.Version("2.2"):
         raise exception.NotAcceptable(
             reason=f"Getting a device profile by name ({ident!r}) needs "
                    "microversion 2.2 or later.")
-    profile = db_api.device_profile_get(svc.db, ident)
+    profile = profile_db.get(svc.db, ident)
     return flask.jsonify({"device_profile": serialize(profile)})
 
 
@@ -71,7 +72,7 @@ def create():
     body = schemas.validate(schema.CREATE, common.json_body())[0]
     groups = schema.normalize_groups(body["groups"])
     schema.check_groups(groups)
-    profile = db_api.device_profile_create(
+    profile = profile_db.create(
         svc.db, name=body["name"], groups=groups,
         description=body.get("description"), uuid=body.get("uuid"))
     return flask.jsonify(serialize(profile)), 201
@@ -81,7 +82,7 @@ def delete(ident):
     """DELETE /v2/device_profiles/{uuid or name[,name...]}"""
     svc = _authorize("delete")
     common.query(())
-    db_api.device_profile_delete(svc.db, [i for i in ident.split(",") if i])
+    profile_db.delete(svc.db, [i for i in ident.split(",") if i])
     return common.empty(204)
 
 
@@ -92,6 +93,6 @@ def delete_by_value():
     if not params.get("value"):
         raise exception.InvalidParameter(
             name="value", reason="name the profiles to delete")
-    db_api.device_profile_delete(
+    profile_db.delete(
         svc.db, [i for i in params["value"].split(",") if i])
     return common.empty(204)

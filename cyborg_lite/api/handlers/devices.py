@@ -20,7 +20,8 @@ import flask
 
 from cyborg_lite.api import common
 from cyborg_lite.api import microversion
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import devices as device_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import maintenance
 from cyborg_lite import policy
@@ -50,7 +51,7 @@ def _authorize(action):
 
 
 def _uuid(uuid):
-    if not db_api.is_uuid_like(uuid):
+    if not db_engine.is_uuid_like(uuid):
         raise exception.DeviceNotFound(ident=uuid)
     return uuid
 
@@ -60,7 +61,7 @@ def list_devices():
     svc = _authorize("get_all")
     params = common.query(("type", "vendor", "hostname", "limit", "marker"))
     limit, marker = common.pagination(params)
-    devices = db_api.device_list(svc.db, type=params.get("type"),
+    devices = device_db.get_all(svc.db, type=params.get("type"),
                                  vendor=params.get("vendor"),
                                  hostname=params.get("hostname"),
                                  limit=limit, marker=marker)
@@ -71,7 +72,7 @@ def show(uuid):
     """GET /v2/devices/{uuid}"""
     svc = _authorize("get_one")
     common.query(())
-    return flask.jsonify(serialize(db_api.device_get(svc.db, _uuid(uuid))))
+    return flask.jsonify(serialize(device_db.get(svc.db, _uuid(uuid))))
 
 
 def _providers(svc):

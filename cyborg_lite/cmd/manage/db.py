@@ -12,15 +12,16 @@
 
 """``cyborg-lite-manage db sync``: create or upgrade the schema."""
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import migration
 
 
 def db_sync(conf, args):
     """Create or upgrade the schema."""
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     db.sync()
     print(f"Database schema is at the newest revision "
-          f"({db_api.migration.current(db.engine)}).")
+          f"({migration.current(db.engine)}).")
     return 0
 
 

@@ -30,7 +30,7 @@ from openstack import exceptions as openstack_exceptions
 
 from accel_common import clients
 from accel_common import inventory
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply
 from cyborg_lite.inventory import ironic
 from cyborg_lite.inventory import lease as lease_mod
@@ -51,7 +51,7 @@ def inventory_import(conf, args):
         return 2
     if args.host:
         document = dict(document, host=args.host)
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     try:
         summary = apply.apply_document(db, document)
     except inventory.InvalidInventory as error:
@@ -74,7 +74,7 @@ def sync_ironic_command(conf, args):
     if not clients.is_configured(conf, "ironic"):
         print("[ironic] is not configured", file=sys.stderr)
         return 2
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     programmer = programmer_mod.Programmer(conf, db)
     try:
         result = ironic.sync_from_ironic(conf, db, programmer, host=args.host)
@@ -132,7 +132,7 @@ def inventory_sync_from_ironic(conf, args):
     """
     if not clients.is_configured(conf, "ironic"):
         return sync_ironic_command(conf, args)
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     lease = lease_mod.InventorySync(conf, db, programmer=None,
                                         owner=_lease_owner())
 

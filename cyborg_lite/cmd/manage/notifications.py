@@ -18,7 +18,7 @@
 import json
 import sys
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import notifier as notifier_mod
 
 
@@ -30,7 +30,7 @@ def resend_command(conf, args, out=None):
     is not configured.
     """
     out = out or sys.stdout
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     notifier = notifier_mod.NovaNotifier(conf, db)
     try:
         result = notifier_mod.resend_pending(

@@ -17,7 +17,7 @@ reset of one region (e.g. a region left in ``error``)."""
 import json
 import sys
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite.programming import pools
@@ -26,7 +26,7 @@ from cyborg_lite.programming import reconciler
 
 
 def _programmer(conf):
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     return programmer_mod.Programmer(
         conf, db, notifier=notifier_mod.NovaNotifier(conf, db))
 
@@ -41,7 +41,7 @@ def _finish(programmer):
 def pools_status(conf, args, out=None):
     """Print desired vs ready per pool."""
     out = out or sys.stdout
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     try:
         rows = pools.status(db, conf)
     except pools.InvalidPolicy as error:
@@ -71,7 +71,7 @@ def pools_status(conf, args, out=None):
 
 def pools_set(conf, args):
     """Create or change a pool kept in the database."""
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     try:
         pool = pools.set_pool(db, args.name, args.function, args.min,
                                args.resource_class)
@@ -87,7 +87,7 @@ def pools_set(conf, args):
 
 def pools_delete(conf, args):
     """Delete a pool kept in the database."""
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     try:
         found = pools.delete_pool(db, args.name)
     finally:

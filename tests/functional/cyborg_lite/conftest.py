@@ -12,13 +12,13 @@
 
 import pytest
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 
 
 @pytest.fixture
 def db(db_url):
     """An empty database at the newest schema, on each backend."""
-    database = db_api.Database(db_url)
+    database = db_engine.Database(db_url)
     database.sync()
     yield database
     database.dispose()

@@ -23,7 +23,8 @@ import pytest
 
 from accel_tools.demo import main as demo
 from cyborg_lite.cmd import manage
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import devices as device_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite import wsgi
 from tests.fixtures.cyborg import EXAMPLE_INVENTORY
 
@@ -49,7 +50,7 @@ def _summary(out):
 
 
 def _db(tmp_path):
-    return db_api.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
+    return db_engine.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
 
 
 def test_manage_db_sync_and_inventory_import(tmp_path, config_file,
@@ -65,7 +66,7 @@ def test_manage_db_sync_and_inventory_import(tmp_path, config_file,
     again = _summary(capsys.readouterr().out)
     assert again["changed"] is False
     db = _db(tmp_path)
-    assert len(db_api.device_list(db, hostname="h1")) == 2
+    assert len(device_db.get_all(db, hostname="h1")) == 2
 
 
 def test_bad_inventory_is_rejected_naming_the_field(tmp_path, config_file,
@@ -81,7 +82,7 @@ def test_bad_inventory_is_rejected_naming_the_field(tmp_path, config_file,
     err = capsys.readouterr().err
     assert "devices[1].regions[0].rp_uuid" in err
     assert "nothing was changed" in err
-    assert db_api.device_list(_db(tmp_path)) == []
+    assert device_db.get_all(_db(tmp_path)) == []
 
 
 def test_console_script_runs_from_the_installed_entry_point(tmp_path,

@@ -24,7 +24,11 @@ import sqlalchemy as sa
 
 from cyborg_lite import arq_states as states
 from cyborg_lite import binding
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
+from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import device_profiles as profile_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import migration
 from cyborg_lite.db import models
 from cyborg_lite import exception
@@ -35,7 +39,7 @@ from tests.fixtures.cyborg import load_example_inventory
 
 @pytest.fixture
 def db(db_url):
-    database = db_api.Database(db_url)
+    database = db_engine.Database(db_url)
     database.sync()
     inventory_apply.apply_document(database, load_example_inventory())
     yield database
@@ -43,10 +47,10 @@ def db(db_url):
 
 
 def _profile_and_arqs(db, count):
-    profile = db_api.device_profile_create(
+    profile = profile_db.create(
         db, name=f"dp-{uuid.uuid4().hex[:8]}",
         groups=[{"resources:FPGA": str(count)}])
-    return db_api.arq_create_many(db, profile.name, "p1", [0] * count)
+    return arq_db.create_many(db, profile.name, "p1", [0] * count)
 
 
 def test_migrations_match_the_models(db):
@@ -62,11 +66,11 @@ def test_migrations_match_the_models(db):
 
 def test_device_profile_round_trip_and_unique_name(db):
     groups = [{"resources:FPGA": "1", "accel:function_id": "gzip"}]
-    profile = db_api.device_profile_create(db, name="p", groups=groups)
-    assert db_api.device_profile_get(db, profile.uuid).groups == groups
-    assert db_api.device_profile_get(db, "p").uuid == profile.uuid
+    profile = profile_db.create(db, name="p", groups=groups)
+    assert profile_db.get(db, profile.uuid).groups == groups
+    assert profile_db.get(db, "p").uuid == profile.uuid
     with pytest.raises(exception.DeviceProfileExists):
-        db_api.device_profile_create(db, name="p", groups=groups)
+        profile_db.create(db, name="p", groups=groups)
 
 
 def test_state_move_is_conditional_and_idempotent(db):
@@ -78,7 +82,7 @@ def test_state_move_is_conditional_and_idempotent(db):
         assert states.move(session, row, states.BOUND) is True
         with pytest.raises(exception.ARQBadState):
             states.move(session, row, states.BIND_STARTED)
-    assert db_api.arq_get(db, arq.uuid).state == states.BOUND
+    assert arq_db.get(db, arq.uuid).state == states.BOUND
 
 
 def test_two_sessions_racing_for_one_handle(db):
@@ -86,7 +90,7 @@ def test_two_sessions_racing_for_one_handle(db):
     handle taken: never both."""
     arqs = _profile_and_arqs(db, 2)
     with db.transaction() as session:
-        gpu = db_api.deployable_by_rp(session,
+        gpu = deployable_db.by_rp(session,
                                       "1123b2d5-74a2-5528-b9c5-2a0137c3b5af")
         gpu_id = gpu.id
     first_has_it = threading.Event()
@@ -94,7 +98,7 @@ def test_two_sessions_racing_for_one_handle(db):
 
     def first():
         with db.transaction() as session:
-            results["first"] = db_api.take_free_handle(session, gpu_id,
+            results["first"] = handle_db.take_free(session, gpu_id,
                                                        arqs[0].id)
             first_has_it.set()
             time.sleep(0.5)  # hold the lock while the second one tries
@@ -102,7 +106,7 @@ def test_two_sessions_racing_for_one_handle(db):
     def second():
         assert first_has_it.wait(10)
         with db.transaction() as session:
-            results["second"] = db_api.take_free_handle(session, gpu_id,
+            results["second"] = handle_db.take_free(session, gpu_id,
                                                         arqs[1].id)
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]
@@ -145,7 +149,7 @@ def test_concurrent_binds_never_share_a_handle(db):
     for thread in threads:
         thread.join(60)
     assert sorted(outcomes) == ["bound"] * 4 + ["no handle"] * 8
-    rows = db_api.arq_list(db, uuids=[a.uuid for a in arqs])
+    rows = arq_db.get_all(db, uuids=[a.uuid for a in arqs])
     assert sorted(r.state for r in rows) == (["BindFailed"] * 8
                                              + ["Bound"] * 4)
     with db.transaction() as session:
@@ -186,7 +190,7 @@ def test_identical_binds_racing_bind_once(db):
         thread.start()
     for thread in threads:
         thread.join(60)
-    row = db_api.arq_get(db, arq.uuid)
+    row = arq_db.get(db, arq.uuid)
     assert row.state == states.BOUND
     assert row.instance_uuid in (target["instance_uuid"],
                                  other["instance_uuid"])
@@ -212,14 +216,14 @@ def test_reads_do_not_wait_for_a_writer(db):
         session.flush()
 
         def reader():
-            read["arq"] = db_api.arq_get(db, arq.uuid)
+            read["arq"] = arq_db.get(db, arq.uuid)
 
         thread = threading.Thread(target=reader)
         thread.start()
         thread.join(10)
         assert not thread.is_alive(), "the read waited for the writer"
     assert read["arq"].state == states.INITIAL  # the committed state
-    assert db_api.arq_get(db, arq.uuid).state == states.BIND_STARTED
+    assert arq_db.get(db, arq.uuid).state == states.BIND_STARTED
 
 
 def test_inventory_keeps_handle_in_use_until_unbound(db):
@@ -234,7 +238,7 @@ def test_inventory_keeps_handle_in_use_until_unbound(db):
     summary = inventory_apply.apply_document(db, document)
     assert summary["devices"]["retired"] == 1
     assert summary["attach_handles"]["retired"] == 1
-    assert db_api.arq_get(db, arq.uuid).state == "Bound"
+    assert arq_db.get(db, arq.uuid).state == "Bound"
     # same document again: nothing changes
     assert inventory_apply.apply_document(db, document)["changed"] is False
     binding.unbind(db, [arq.uuid])

@@ -21,7 +21,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from accel_tools.embedded.common import free_port
@@ -183,7 +183,7 @@ def test_without_placement_only_the_status_changes(cyborg):
     url = f"/v2/devices/{fpga['uuid']}"
     assert cyborg.client.post(url + "/disable", headers=ADMIN
                               ).status_code == 200
-    device = db_api.device_get(cyborg.db, fpga["uuid"])
+    device = device_db.get(cyborg.db, fpga["uuid"])
     assert device.status == "maintaining"
     assert cyborg.client.post(f"/v2/devices/{uuid.uuid4()}/disable",
                               headers=ADMIN).status_code == 404

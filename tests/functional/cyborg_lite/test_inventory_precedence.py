@@ -22,7 +22,7 @@ being programmed belongs to its programmer.
 
 
 from cyborg_lite import binding
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite.programming import regions
 from tests.fixtures.cyborg import FPGA_REGION0_RP
@@ -49,12 +49,12 @@ def _document(function_id):
 
 
 def _region(db):
-    return db_api.deployable_list(db, rp_uuid=FPGA_REGION0_RP)[0]
+    return deployable_db.get_all(db, rp_uuid=FPGA_REGION0_RP)[0]
 
 
 def _begin(db, function_id):
     def begin(session):
-        row = db_api.deployable_by_rp(session, FPGA_REGION0_RP)
+        row = deployable_db.by_rp(session, FPGA_REGION0_RP)
         assert regions.begin(session, [row], OWNER,
                              function_id=function_id) is None
     db.run(begin)
@@ -62,7 +62,7 @@ def _begin(db, function_id):
 
 def _finish(db, function_id, bitstream_id=None):
     def finish(session):
-        row = db_api.deployable_by_rp(session, FPGA_REGION0_RP)
+        row = deployable_db.by_rp(session, FPGA_REGION0_RP)
         assert regions.finish(session, [row.id], OWNER, function_id,
                               bitstream_id) == 1
     db.run(finish)

@@ -28,7 +28,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.cmd import manage
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import lease as sync_lease
 from accel_tools.embedded.common import free_port
@@ -78,7 +78,7 @@ def _dead_ironic():
 
 
 def _released_by_this_command(db):
-    owner, expires_at = db_api.periodic_lease_get(db, LEASE)
+    owner, expires_at = lease_db.get(db, LEASE)
     assert "inventory sync" in owner and f"pid {os.getpid()}" in owner
     assert expires_at < models.utcnow()
 
@@ -91,7 +91,7 @@ def _watch_lease(db):
 
     def watch():
         while not done.wait(0.02):
-            holder = db_api.periodic_lease_get(db, LEASE)
+            holder = lease_db.get(db, LEASE)
             if (holder and holder[1] > models.utcnow()
                     and holder[0] not in seen):
                 seen.append(holder[0])
@@ -107,7 +107,7 @@ def _watch_lease(db):
 
 
 def test_lease_held_by_another_owner_fails_clearly(db, tmp_path, capsys):
-    assert db_api.periodic_lease_acquire(db, LEASE, WORKER, 600)
+    assert lease_db.acquire(db, LEASE, WORKER, 600)
     config = _config_file(tmp_path, db, _dead_ironic())
 
     started = time.monotonic()
@@ -124,7 +124,7 @@ def test_lease_held_by_another_owner_fails_clearly(db, tmp_path, capsys):
     assert "Nothing was changed" in err and "--wait" in err
     assert out == ""
     # the worker's lease is untouched
-    owner, expires_at = db_api.periodic_lease_get(db, LEASE)
+    owner, expires_at = lease_db.get(db, LEASE)
     assert owner == WORKER and expires_at > models.utcnow()
 
 
@@ -146,7 +146,7 @@ def test_free_lease_runs_holds_and_releases(
     assert len(holders) == 1 and "inventory sync" in holders[0]
     _released_by_this_command(db)
     # an API worker takes the lease at once
-    assert db_api.periodic_lease_acquire(db, LEASE, WORKER, 60)
+    assert lease_db.acquire(db, LEASE, WORKER, 60)
 
 
 def test_waits_for_the_running_pass_then_runs(
@@ -154,10 +154,10 @@ def test_waits_for_the_running_pass_then_runs(
     host, document = sync_helpers._host_with_node(baremetal)
     config = _config_file(tmp_path, db, ironic_server.url, host,
                           document)
-    assert db_api.periodic_lease_acquire(db, LEASE, WORKER, 600)
+    assert lease_db.acquire(db, LEASE, WORKER, 600)
     # the worker's pass ends a second later
     ends = threading.Timer(
-        1, db_api.periodic_lease_release, args=(db, LEASE, WORKER))
+        1, lease_db.release, args=(db, LEASE, WORKER))
     ends.start()
     try:
         code = _sync(config, "--host", host, "--wait", "30")
@@ -209,4 +209,4 @@ def test_wait_must_be_seconds(db, tmp_path, capsys):
     config = _config_file(tmp_path, db, _dead_ironic())
     assert _sync(config, "--wait", "-1") == 2
     assert "'-1' is not a number of seconds" in capsys.readouterr().err
-    assert db_api.periodic_lease_get(db, LEASE) is None
+    assert lease_db.get(db, LEASE) is None

@@ -24,7 +24,8 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.cmd import manage
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite import notifier as notifier_mod
 from tests.fixtures.cyborg import FPGA_REGION0_RP
@@ -74,7 +75,7 @@ def _age(db, arq_uuids, seconds, notification=None):
 
 
 def _notification(db, arq_uuids):
-    return sorted(a.notification for a in db_api.arq_list(db,
+    return sorted(a.notification for a in arq_db.get_all(db,
                                                           uuids=arq_uuids))
 
 
@@ -151,7 +152,7 @@ def test_two_workers_resending_at_once_send_each_event_once(
     results = []
 
     def worker():
-        db = db_api.Database(cyborg.db.url)
+        db = db_engine.Database(cyborg.db.url)
         notifier = notifier_mod.NovaNotifier(cyborg.conf, db)
         try:
             start.wait(10)

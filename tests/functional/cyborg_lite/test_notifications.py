@@ -21,7 +21,7 @@ import uuid
 import pytest
 import requests
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import arqs as arq_db
 from cyborg_lite import notifier as notifier_mod
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_conf
@@ -116,7 +116,7 @@ def test_server_errors_are_retried(with_nova):
     events = nova.wait_for_events(3, server_uuid=instance)
     assert [e.code for e in events][:2] == [503, 503]
     assert len(nova.settle(quiet=0.3)) == 3
-    rows = db_api.arq_list(cyborg.db, uuids=arqs)
+    rows = arq_db.get_all(cyborg.db, uuids=arqs)
     assert [r.notification for r in rows] == ["sent"]
 
 
@@ -165,4 +165,4 @@ def test_without_nova_nothing_is_sent_and_bind_works(cyborg, caplog):
     arq = cyborg.create_arqs(profile["name"])[0]["uuid"]
     response = cyborg.bind([arq], FPGA_REGION0_RP, str(uuid.uuid4()))
     assert response.status_code == 202
-    assert db_api.arq_list(cyborg.db, uuids=[arq])[0].notification is None
+    assert arq_db.get_all(cyborg.db, uuids=[arq])[0].notification is None

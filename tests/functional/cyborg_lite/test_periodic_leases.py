@@ -22,7 +22,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
 
 
@@ -33,13 +34,13 @@ def _name():
 def test_racing_workers_one_wins(db):
     name = _name()
     workers = 6
-    handles = [db_api.Database(db.url) for _ in range(workers)]
+    handles = [db_engine.Database(db.url) for _ in range(workers)]
     barrier = threading.Barrier(workers)
     won = {}
 
     def race(index):
         barrier.wait()
-        won[index] = db_api.periodic_lease_acquire(
+        won[index] = lease_db.acquire(
             handles[index], name, f"owner-{index}", 60)
 
     threads = [threading.Thread(target=race, args=(i,))
@@ -55,19 +56,19 @@ def test_racing_workers_one_wins(db):
     assert len(won) == workers
     winners = [i for i, ok in won.items() if ok]
     assert len(winners) == 1, won
-    owner, _expires = db_api.periodic_lease_get(db, name)
+    owner, _expires = lease_db.get(db, name)
     assert owner == f"owner-{winners[0]}"
 
 
 def test_holder_renews_others_wait_until_expiry(db):
     name = _name()
-    assert db_api.periodic_lease_acquire(db, name, "a", 60) is True
-    assert db_api.periodic_lease_acquire(db, name, "b", 60) is False
-    _owner, first = db_api.periodic_lease_get(db, name)
-    assert db_api.periodic_lease_acquire(db, name, "a", 600) is True
-    owner, renewed = db_api.periodic_lease_get(db, name)
+    assert lease_db.acquire(db, name, "a", 60) is True
+    assert lease_db.acquire(db, name, "b", 60) is False
+    _owner, first = lease_db.get(db, name)
+    assert lease_db.acquire(db, name, "a", 600) is True
+    owner, renewed = lease_db.get(db, name)
     assert owner == "a" and renewed > first
-    assert db_api.periodic_lease_acquire(db, name, "b", 60) is False
+    assert lease_db.acquire(db, name, "b", 60) is False
 
     # "a" died: it stopped renewing and its lease ran out.
     with db.transaction() as session:
@@ -76,15 +77,15 @@ def test_holder_renews_others_wait_until_expiry(db):
             .where(models.PeriodicLease.name == name)
             .values(expires_at=models.utcnow()
                     - datetime.timedelta(seconds=5)))
-    assert db_api.periodic_lease_acquire(db, name, "b", 60) is True
-    assert db_api.periodic_lease_get(db, name)[0] == "b"
-    assert db_api.periodic_lease_acquire(db, name, "a", 60) is False
+    assert lease_db.acquire(db, name, "b", 60) is True
+    assert lease_db.get(db, name)[0] == "b"
+    assert lease_db.acquire(db, name, "a", 60) is False
 
 
 def test_release_hands_over_and_ignores_non_holders(db):
     name = _name()
-    assert db_api.periodic_lease_acquire(db, name, "a", 60) is True
-    db_api.periodic_lease_release(db, name, "b")
-    assert db_api.periodic_lease_acquire(db, name, "b", 60) is False
-    db_api.periodic_lease_release(db, name, "a")
-    assert db_api.periodic_lease_acquire(db, name, "b", 60) is True
+    assert lease_db.acquire(db, name, "a", 60) is True
+    lease_db.release(db, name, "b")
+    assert lease_db.acquire(db, name, "b", 60) is False
+    lease_db.release(db, name, "a")
+    assert lease_db.acquire(db, name, "b", 60) is True

@@ -24,7 +24,7 @@ import uuid
 
 import requests
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from accel_common import node_documents
 from cyborg_lite.inventory import ironic as ironic_inventory
 from accel_tools import request_groups
@@ -89,7 +89,7 @@ def test_ironic_document_to_bound_arq(ironic_server, baremetal,
     marker = _mark_root(placement_conn, root_uuid)
     # ... and cyborg_lite applies it to its database.
     server = cyborg_server_factory(inventories=[], workers=1)
-    summary = ironic_inventory.sync(db_api.Database(server.db_url),
+    summary = ironic_inventory.sync(db_engine.Database(server.db_url),
                                  ironic_server.connection(), host=host,
                                  placement=client)
     assert summary["skipped"] == {}

@@ -27,7 +27,7 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from cyborg_lite import conf as cyborg_conf
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite.inventory import ironic as ironic_inventory
 from cyborg_lite.programming import providers as region_providers
@@ -82,7 +82,7 @@ def _setup(ironic_server, baremetal, placement_conn, compute_node, tmp_path):
     baremetal.update_node(node, extra={"accelerators": doc})
     client = placement_client.Client(placement_conn)
     reporter.report(client, doc)
-    db = db_api.Database(f"sqlite:///{tmp_path / 'cyborg.db'}")
+    db = db_engine.Database(f"sqlite:///{tmp_path / 'cyborg.db'}")
     db.sync()
     ironic_inventory.sync(db, ironic_server.connection(), host=host,
                        placement=client)

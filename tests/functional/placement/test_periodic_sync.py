@@ -24,7 +24,8 @@ import uuid
 from keystoneauth1 import loading as ks_loading
 
 from cyborg_lite.api import app as app_mod
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import leases as lease_db
 from cyborg_lite.inventory import lease as sync_lease
 from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
@@ -51,7 +52,7 @@ def _app(tmp_path, ironic_url, host, document):
     conf.set_override("connection",
                       f"sqlite:///{tmp_path}/{uuid.uuid4().hex}.sqlite",
                       group="database")
-    db = db_api.Database.from_conf(conf)
+    db = db_engine.Database.from_conf(conf)
     db.sync()
     return cyborg_fixtures.Cyborg(conf, db, app_mod.create_app(conf, db=db))
 
@@ -74,14 +75,14 @@ def test_app_picks_up_node_devices_without_command(
         # every region, with the handles only the agent knew (the
         # document in Ironic has none)
         assert handles == expected
-        owner, _expires = db_api.periodic_lease_get(
+        owner, _expires = lease_db.get(
             cyborg.db, sync_lease.LEASE_NAME)
         assert owner
     finally:
         sync_helpers._close(cyborg)
     assert not _sync_threads()
     # Stopping gave the lease up: another worker takes over at once.
-    assert db_api.periodic_lease_acquire(
+    assert lease_db.acquire(
         cyborg.db, sync_lease.LEASE_NAME, "next-worker", 60) is True
     cyborg.db.dispose()
 

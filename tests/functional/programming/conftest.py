@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from cyborg_lite.api import app as app_mod
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import make_inventory
@@ -59,7 +59,7 @@ class EmbeddedApi:
             "connection",
             db_url or f"sqlite:///{tmp_path}/{uuid.uuid4().hex}.sqlite",
             group="database")
-        self.db = db_api.Database.from_conf(self.conf)
+        self.db = db_engine.Database.from_conf(self.conf)
         self.db.sync()
         inventory_apply.apply_document(self.db, self.document)
         self.app = app_mod.create_app(self.conf, db=self.db)

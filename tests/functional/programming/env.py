@@ -20,6 +20,7 @@ import uuid
 import requests
 
 from cyborg_lite.agent.drivers import sim
+from cyborg_lite.db import deployables as deployable_db
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from accel_tools.embedded import placement as embedded_placement
@@ -158,8 +159,7 @@ class Client:
 
 def region_row(db, rp_uuid):
     """The deployable row of a region (state, function, last_error)."""
-    from cyborg_lite.db import api as db_api
-    return db.run(lambda s: db_api.deployable_by_rp(s, rp_uuid))
+    return db.run(lambda s: deployable_db.by_rp(s, rp_uuid))
 
 
 def sim_region(state_dir, pci_address, region_id="0"):

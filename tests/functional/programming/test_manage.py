@@ -18,7 +18,8 @@ import subprocess
 import sys
 import uuid
 
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.programming import env
@@ -34,7 +35,7 @@ def _manage(config, *args):
 def test_reconcile_fills_pools_and_status_shows_them(tmp_path):
     document = make_inventory(handles_per_region=(1, 1))
     db_url = f"sqlite:///{tmp_path}/cyborg.sqlite"
-    db = db_api.Database(db_url)
+    db = db_engine.Database(db_url)
     db.sync()
     inventory_apply.apply_document(db, document)
     config = tmp_path / "cyborg_lite.conf"
@@ -76,7 +77,7 @@ policies = nlb0:1, gzip:3
     assert {n: (r["desired"], r["ready"], r["missing"])
             for n, r in rows.items()} == {"config:gzip": (3, 1, 2),
                                           "config:nlb0": (1, 1, 0)}
-    functions = sorted(d.function_id for d in db_api.deployable_list(db))
+    functions = sorted(d.function_id for d in deployable_db.get_all(db))
     assert functions == ["gzip", "nlb0"]
     db.dispose()
 
@@ -84,7 +85,7 @@ policies = nlb0:1, gzip:3
 def test_bad_pool_policy_is_reported_clearly(tmp_path):
     config = tmp_path / "cyborg_lite.conf"
     db_url = f"sqlite:///{tmp_path}/cyborg.sqlite"
-    db_api.Database(db_url).sync()
+    db_engine.Database(db_url).sync()
     config.write_text(f"[database]\nconnection = {db_url}\n"
                       f"[pools]\npolicies = nlb0:many\n")
 

@@ -24,7 +24,7 @@ import uuid
 import pytest
 
 from cyborg_lite.agent import rpcapi
-from cyborg_lite.db import api as db_api
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
@@ -117,7 +117,7 @@ class Stack:
         # NOTE(programming): schema and inventory in this process: two
         # cyborg-lite-manage runs would cost seconds each.
         self.server.write_config()
-        db = db_api.Database(self.db_url)
+        db = db_engine.Database(self.db_url)
         db.sync()
         inventory_apply.apply_document(db, self.host.document)
         db.dispose()
@@ -210,7 +210,7 @@ def test_agent_killed_mid_programming_then_reconciled(stack):
     assert time.monotonic() - started < 20
     events = nova.wait_for_events(1, server_uuid=instance)
     assert [e["status"] for e in events] == ["failed"]
-    db = db_api.Database(stack.db_url)
+    db = db_engine.Database(stack.db_url)
     try:
         region = env.region_row(db, rp)
         assert region.state == "error"

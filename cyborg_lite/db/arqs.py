@@ -1,0 +1,212 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Queries of the ``arqs`` table: accelerator requests and the
+bookkeeping of their Nova events."""
+
+import sqlalchemy as sa
+
+from cyborg_lite import exception
+from cyborg_lite.db import device_profiles as profile_db
+from cyborg_lite.db import engine
+from cyborg_lite.db import models
+
+
+@engine.transactional
+def create_many(session, profile_ident, project_id, specs):
+    """Create ARQs for ``specs``: a list of ``device_profile_group_id``.
+
+    :returns: the new ARQ rows.
+    """
+    return _add(session, profile_db.get(session, profile_ident),
+                     project_id, specs)
+
+
+def _add(session, profile, project_id, specs):
+    arqs = [models.ARQ(uuid=engine.new_uuid(), state="Initial",
+                       device_profile_id=profile.id,
+                       device_profile_name=profile.name,
+                       device_profile_group_id=group_id,
+                       project_id=project_id)
+            for group_id in specs]
+    session.add_all(arqs)
+    session.flush()
+    return arqs
+
+
+@engine.transactional
+def create_from_profile(session, profile_ident, project_id, amount):
+    """Create the ARQs a device profile asks for, in one transaction.
+
+    :param amount: ``amount(group) -> int``, how many ARQs a group needs.
+    :raises DeviceProfileNotFound:
+    :returns: the new ARQ rows.
+    """
+    profile = profile_db.get(session, profile_ident)
+    specs = [index for index, group in enumerate(profile.groups)
+             for _ in range(amount(group))]
+    return _add(session, profile, project_id, specs)
+
+
+def _scope(stmt, project_id):
+    if project_id is not None:
+        stmt = stmt.where(models.ARQ.project_id == project_id)
+    return stmt
+
+
+@engine.reader
+def get_all(session, project_id=None, instance_uuid=None, uuids=None,
+             limit=None, marker=None):
+    """ARQs filtered in SQL. ``project_id`` None means every project."""
+    stmt = _scope(sa.select(models.ARQ), project_id)
+    if instance_uuid is not None:
+        stmt = stmt.where(models.ARQ.instance_uuid == instance_uuid)
+    if uuids is not None:
+        stmt = stmt.where(models.ARQ.uuid.in_(uuids))
+    return engine.paginate(session, stmt, models.ARQ, limit, marker)
+
+
+def with_groups(session, uuids, project_id=None):
+    """``[(arq, group)]`` of ARQs by uuid, each with its device profile
+    group (the dict of the profile's ``groups`` the ARQ was made for)."""
+    rows = session.execute(
+        _scope(sa.select(models.ARQ, models.DeviceProfile.groups)
+                   .join(models.DeviceProfile,
+                         models.ARQ.device_profile_id
+                         == models.DeviceProfile.id), project_id)
+        .where(models.ARQ.uuid.in_(uuids)))
+    return [(arq, groups[arq.device_profile_group_id])
+            for arq, groups in rows]
+
+
+@engine.reader
+def get(session, arq_uuid, project_id=None):
+    """One ARQ; :raises ARQNotFound: also for another project's ARQ."""
+    arq = session.execute(
+        _scope(sa.select(models.ARQ), project_id).where(
+            models.ARQ.uuid == arq_uuid)).scalar_one_or_none()
+    if arq is None:
+        raise exception.ARQNotFound(uuids=arq_uuid)
+    return arq
+
+
+def handles_of(session, arq_ids):
+    """{arq id: (attach handle, deployable)} for the ARQs holding one."""
+    if not arq_ids:
+        return {}
+    rows = session.execute(
+        sa.select(models.AttachHandle, models.Deployable)
+        .join(models.Deployable,
+              models.AttachHandle.deployable_id == models.Deployable.id)
+        .where(models.AttachHandle.arq_id.in_(arq_ids)))
+    return {handle.arq_id: (handle, deployable)
+            for handle, deployable in rows}
+
+
+def delete_rows(session, arq_ids):
+    """Delete ARQ rows (their handles must be released first)."""
+    if arq_ids:
+        session.execute(sa.delete(models.ARQ)
+                        .where(models.ARQ.id.in_(arq_ids))
+                        .execution_options(synchronize_session=False))
+
+
+def other_bound(session, instance_uuid, exclude_ids):
+    """ARQs of ``instance_uuid`` in a bound-ish state, not in the PATCH."""
+    stmt = sa.select(models.ARQ).where(
+        models.ARQ.instance_uuid == instance_uuid,
+        models.ARQ.state.in_(("BindStarted", "Bound")))
+    if exclude_ids:
+        stmt = stmt.where(models.ARQ.id.not_in(exclude_ids))
+    return list(session.execute(stmt).scalars())
+
+
+@engine.transactional
+def claim_notifications(session, arq_uuids):
+    """Claim ``pending`` events: only the worker whose UPDATE matched sends.
+
+    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
+    """
+    claimed = []
+    for arq_uuid in arq_uuids:
+        result = session.execute(
+            sa.update(models.ARQ)
+            .where(models.ARQ.uuid == arq_uuid,
+                   models.ARQ.notification == "pending")
+            .values(notification="sending")
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            row = session.execute(
+                sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
+                          models.ARQ.state)
+                .where(models.ARQ.uuid == arq_uuid)).one()
+            claimed.append(tuple(row))
+    return claimed
+
+
+@engine.transactional
+def finish_notifications(session, arq_uuids, outcome):
+    """Record ``sent`` or ``failed`` for claimed events."""
+    session.execute(
+        sa.update(models.ARQ)
+        .where(models.ARQ.uuid.in_(arq_uuids),
+               models.ARQ.notification == "sending")
+        .values(notification=outcome)
+        .execution_options(synchronize_session=False))
+
+
+@engine.transactional
+def claim_stale_notifications(session, cutoffs, limit=None):
+    """Claim events no live worker is sending, for a resend.
+
+    One conditional UPDATE per ARQ (``WHERE notification = <as seen> AND
+    updated_at < <cutoff>``, which also bumps ``updated_at``): when two
+    workers race for the same ARQ, only one UPDATE matches.
+
+    :param cutoffs: ``{notification value: naive UTC datetime}``: claim the
+        ARQs in that bookkeeping state last changed before the datetime,
+        e.g. ``{"pending": now - 60 s, "sending": now - 600 s}``.
+    :param limit: claim at most this many.
+    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
+    """
+    if not cutoffs:
+        return []
+    changed = sa.func.coalesce(models.ARQ.updated_at, models.ARQ.created_at)
+    conditions = {value: sa.and_(models.ARQ.notification == value,
+                                 changed < cutoff)
+                  for value, cutoff in cutoffs.items()}
+    stmt = (sa.select(models.ARQ.id, models.ARQ.notification)
+            .where(sa.or_(*conditions.values())).order_by(models.ARQ.id))
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    claimed = []
+    for arq_id, seen in session.execute(stmt).all():
+        result = session.execute(
+            sa.update(models.ARQ)
+            .where(models.ARQ.id == arq_id, conditions[seen])
+            .values(notification="sending", updated_at=models.utcnow())
+            .execution_options(synchronize_session=False))
+        if result.rowcount == 1:
+            row = session.execute(
+                sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
+                          models.ARQ.state)
+                .where(models.ARQ.id == arq_id)).one()
+            claimed.append(tuple(row))
+    return claimed
+
+
+def set_deployable(session, arq_id, deployable_id):
+    """Record the region an ARQ waits for (or holds)."""
+    session.execute(
+        sa.update(models.ARQ).where(models.ARQ.id == arq_id)
+        .values(deployable_id=deployable_id)
+        .execution_options(synchronize_session=False))

@@ -1,0 +1,91 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Queries of the ``deployables`` table (regions)."""
+
+import sqlalchemy as sa
+
+from cyborg_lite import exception
+from cyborg_lite.db import engine
+from cyborg_lite.db import models
+
+
+def by_rp(session, rp_uuid):
+    """The live deployable whose resource provider is ``rp_uuid``."""
+    return with_device_by_rp(session, rp_uuid)[0]
+
+
+def with_device_by_rp(session, rp_uuid):
+    """``(deployable, device)`` of the live deployable whose resource
+    provider is ``rp_uuid``, in one query, or ``(None, None)``."""
+    row = session.execute(
+        sa.select(models.Deployable, models.Device)
+        .join(models.Device,
+              models.Deployable.device_id == models.Device.id)
+        .where(models.Deployable.rp_uuid == rp_uuid,
+               models.Deployable.retired.is_(False))).one_or_none()
+    return tuple(row) if row else (None, None)
+
+
+@engine.reader
+def get_all(session, device_id=None, rp_uuid=None, name=None,
+                    limit=None, marker=None):
+    """Deployables filtered in SQL."""
+    stmt = sa.select(models.Deployable)
+    for column, value in ((models.Deployable.device_id, device_id),
+                          (models.Deployable.rp_uuid, rp_uuid),
+                          (models.Deployable.name, name)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return engine.paginate(session, stmt, models.Deployable, limit, marker)
+
+
+@engine.reader
+def get(session, deployable_uuid):
+    """One deployable by uuid; :raises DeployableNotFound:"""
+    deployable = session.execute(
+        sa.select(models.Deployable).where(
+            models.Deployable.uuid == deployable_uuid)).scalar_one_or_none()
+    if deployable is None:
+        raise exception.DeployableNotFound(ident=deployable_uuid)
+    return deployable
+
+
+def providers_of_device(session, device_id):
+    """``[(rp_uuid, state)]`` of a device's live deployables."""
+    rows = session.execute(
+        sa.select(models.Deployable.rp_uuid, models.Deployable.state)
+        .where(models.Deployable.device_id == device_id,
+               models.Deployable.retired.is_(False))
+        .order_by(models.Deployable.id)).all()
+    return [tuple(row) for row in rows]
+
+
+def set_last_error(session, deployable_ids, error):
+    """Set ``last_error`` of these deployables."""
+    session.execute(
+        sa.update(models.Deployable)
+        .where(models.Deployable.id.in_(deployable_ids))
+        .values(last_error=error)
+        .execution_options(synchronize_session=False))
+
+
+def with_devices_of_types(session, device_types):
+    """``[(deployable, device)]`` of the live deployables of live devices
+    of these types, by deployable id."""
+    return session.execute(
+        sa.select(models.Deployable, models.Device)
+        .join(models.Device, models.Deployable.device_id == models.Device.id)
+        .where(models.Deployable.retired.is_(False),
+               models.Device.retired.is_(False),
+               models.Device.type.in_(device_types))
+        .order_by(models.Deployable.id)).all()

@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Queries of the ``device_profiles`` table."""
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from cyborg_lite import exception
+from cyborg_lite.db import engine
+from cyborg_lite.db import models
+
+
+@engine.transactional
+def create(session, name, groups, description=None,
+                          uuid=None):
+    """Store a device profile; :raises DeviceProfileExists: on a duplicate
+    name (or uuid)."""
+    exists = session.execute(
+        sa.select(models.DeviceProfile.id).where(
+            models.DeviceProfile.name == name)).first()
+    if exists:
+        raise exception.DeviceProfileExists(name=name)
+    profile = models.DeviceProfile(uuid=uuid or engine.new_uuid(), name=name,
+                                   groups=groups, description=description)
+    session.add(profile)
+    try:
+        session.flush()
+    except sa_exc.IntegrityError:
+        raise exception.DeviceProfileExists(name=name)
+    return profile
+
+
+@engine.reader
+def get_all(session, names=None, limit=None, marker=None):
+    """Device profiles, optionally only those named in ``names``."""
+    stmt = sa.select(models.DeviceProfile)
+    if names is not None:
+        stmt = stmt.where(models.DeviceProfile.name.in_(names))
+    return engine.paginate(session, stmt, models.DeviceProfile, limit, marker)
+
+
+@engine.reader
+def get(session, ident):
+    """A device profile by uuid or by name.
+
+    :raises DeviceProfileNotFound:
+    """
+    column = (models.DeviceProfile.uuid if engine.is_uuid_like(ident)
+              else models.DeviceProfile.name)
+    profile = session.execute(
+        sa.select(models.DeviceProfile).where(column == ident)
+    ).scalar_one_or_none()
+    if profile is None and column is models.DeviceProfile.uuid:
+        profile = session.execute(
+            sa.select(models.DeviceProfile).where(
+                models.DeviceProfile.name == ident)).scalar_one_or_none()
+    if profile is None:
+        raise exception.DeviceProfileNotFound(name=ident)
+    return profile
+
+
+@engine.transactional
+def delete(session, idents):
+    """Delete device profiles by uuid or name, all or none.
+
+    :raises DeviceProfileNotFound: naming the first unknown one.
+    :raises DeviceProfileInUse: when accelerator requests still use one.
+    """
+    profiles = [get(session, ident) for ident in idents]
+    for profile in profiles:
+        count = session.execute(
+            sa.select(sa.func.count(models.ARQ.id)).where(
+                models.ARQ.device_profile_id == profile.id)).scalar_one()
+        if count:
+            raise exception.DeviceProfileInUse(name=profile.name,
+                                               count=count)
+        session.delete(profile)
