@@ -25,6 +25,8 @@ import uuid
 
 import jsonschema
 
+from accel_common import exception
+
 SCHEMA_VERSION = "1.0"
 
 #: Where ironic_accel stores the document on the Ironic node.
@@ -110,10 +112,6 @@ SCHEMA = {
 _VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
-class InvalidInventory(ValueError):
-    """The document does not follow the schema; the message names the field."""
-
-
 def _path(error):
     parts = []
     for part in error.absolute_path:
@@ -136,24 +134,24 @@ def validate(document):
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         error = errors[0]
-        raise InvalidInventory(f"{_path(error)}: {error.message}")
+        raise exception.InvalidInventory(f"{_path(error)}: {error.message}")
 
     device_ids, rp_uuids, handles = set(), set(), set()
     for d_index, device in enumerate(document["devices"]):
         where = f"document.devices[{d_index}]"
         if device["id"] in device_ids:
-            raise InvalidInventory(
+            raise exception.InvalidInventory(
                 f"{where}.id: duplicate device id {device['id']!r}")
         device_ids.add(device["id"])
         region_ids = set()
         for r_index, region in enumerate(device["regions"]):
             r_where = f"{where}.regions[{r_index}]"
             if region["id"] in region_ids:
-                raise InvalidInventory(
+                raise exception.InvalidInventory(
                     f"{r_where}.id: duplicate region id {region['id']!r}")
             region_ids.add(region["id"])
             if region["rp_uuid"] in rp_uuids:
-                raise InvalidInventory(
+                raise exception.InvalidInventory(
                     f"{r_where}.rp_uuid: duplicate {region['rp_uuid']}")
             rp_uuids.add(region["rp_uuid"])
             for h_index, handle in enumerate(region.get("attach_handles",
@@ -161,7 +159,7 @@ def validate(document):
                 key = (handle["pci_address"].lower(),
                        handle.get("mdev_type"))
                 if handle["type"] == "PCI" and key in handles:
-                    raise InvalidInventory(
+                    raise exception.InvalidInventory(
                         f"{r_where}.attach_handles[{h_index}].pci_address: "
                         f"{handle['pci_address']} is listed twice")
                 handles.add(key)

@@ -19,8 +19,10 @@ pure selection logic: which documents to use and why others are skipped.
 """
 
 import dataclasses
+
 from oslo_log import log as logging
 
+from accel_common import exception
 from accel_common import inventory
 
 LOG = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ def select_documents(nodes, host=None):
             continue
         try:
             inventory.validate(document)
-        except inventory.InvalidInventory as exc:
+        except exception.InvalidInventory as exc:
             selection.skipped[node_uuid] = f"invalid document: {exc}"
             continue
         if host is not None and document["host"] != host:

@@ -24,11 +24,11 @@ string is sorted as Nova sorts it. Used to check what Nova will get from
 """
 
 import dataclasses
-from oslo_log import log as logging
 import re
 from urllib import parse
 
 import os_resource_classes as orc
+from oslo_log import log as logging
 
 LOG = logging.getLogger(__name__)
 

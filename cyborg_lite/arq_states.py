@@ -22,8 +22,8 @@ nothing.
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
-from cyborg_lite.db import models
 from cyborg_lite import exception
+from cyborg_lite.db import models
 
 INITIAL = "Initial"
 BIND_STARTED = "BindStarted"

@@ -28,10 +28,10 @@ import logging
 import uuid as uuidlib
 
 from cyborg_lite import arq_states as states
+from cyborg_lite import exception
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
-from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import regions
 

@@ -28,10 +28,9 @@ made.
 
 import logging
 
-
+from cyborg_lite import exception
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
-from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
 

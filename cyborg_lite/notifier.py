@@ -33,9 +33,9 @@ import logging
 import threading
 import time
 
+from accel_common import clients
 from cyborg_lite import arq_states
 from cyborg_lite.db import arqs as arq_db
-from accel_common import clients
 
 LOG = logging.getLogger(__name__)
 

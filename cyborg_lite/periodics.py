@@ -32,12 +32,13 @@ decides who does what (conditional updates, claims and leases).
 """
 
 import dataclasses
-from oslo_log import log as logging
 import threading
 import typing
 
-from cyborg_lite.inventory import lease
+from oslo_log import log as logging
+
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite.inventory import lease
 from cyborg_lite.programming import reconciler
 
 LOG = logging.getLogger(__name__)

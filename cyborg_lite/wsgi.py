@@ -22,8 +22,8 @@ import os
 import sys
 import threading
 
-from cyborg_lite.api import app as app_mod
 from cyborg_lite import service
+from cyborg_lite.api import app as app_mod
 
 
 def _config_args(argv):

@@ -23,14 +23,15 @@ import datetime
 import importlib
 import re
 
+from ironic import objects
 from ironic.common import exception
 from ironic.conf import CONF
-from ironic import objects
 from oslo_log import log as logging
 from sushy.resources.system import constants as sys_cons
 
-from ironic_accel import conf as accel_conf
+from accel_common import exception as common_exception
 from accel_common import inventory
+from ironic_accel import conf as accel_conf
 from ironic_accel import redfish_gateway as gateway
 
 LOG = logging.getLogger(__name__)
@@ -181,8 +182,8 @@ def build_document(node_uuid, host, processors, pcie, firmware_inventory,
     :param pcie: ``(PCIeDevice, [PCIeFunction])`` pairs.
     :param firmware_inventory: SoftwareInventory members.
     :returns: the document (DESIGN §3).
-    :raises: inventory.InvalidInventory if the BMC's answers make an invalid
-        document.
+    :raises: accel_common.exception.InvalidInventory if the BMC's answers
+        make an invalid document.
     """
     versions = gateway.firmware_versions_by_processor(firmware_inventory)
     devices = []
@@ -379,7 +380,7 @@ def refresh(task):
     node = task.node
     try:
         document = read_document(node)
-    except inventory.InvalidInventory as exc:
+    except common_exception.InvalidInventory as exc:
         raise exception.InvalidParameterValue(
             f"Node {node.uuid}: the BMC's accelerator inventory is invalid: "
             f"{exc}")

@@ -40,13 +40,13 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 import sushy
 
-from ironic_accel import exception as accel_exception
+from accel_common import inventory
 from ironic_accel import conf as accel_conf
 from ironic_accel import discovery
-from accel_common import inventory
-from ironic_accel.placement import periodic as placement_periodic
+from ironic_accel import exception as accel_exception
 from ironic_accel import redfish_gateway as gateway
 from ironic_accel import step_settings
+from ironic_accel.placement import periodic as placement_periodic
 
 LOG = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ plugin's options on Ironic's CONF.
 """
 
 from ironic.conf import CONF
-from ironic.drivers.modules import fake
 from ironic.drivers import redfish
+from ironic.drivers.modules import fake
 
 from ironic_accel import conf as accel_conf
 from ironic_accel import firmware

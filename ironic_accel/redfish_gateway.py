@@ -37,15 +37,15 @@ from ironic.drivers.modules.redfish import utils as redfish_utils
 from oslo_log import log as logging
 import sushy
 from sushy import connector as sushy_connector
+from sushy import utils as sushy_utils
 from sushy.resources import base
 from sushy.resources.system import constants as sys_cons
 from sushy.resources.system import pcie_device
 from sushy.resources.system import processor
 from sushy.resources.updateservice import constants as up_cons
-from sushy import utils as sushy_utils
 
-from ironic_accel import exception as accel_exception
 from ironic_accel import conf as accel_conf
+from ironic_accel import exception as accel_exception
 
 LOG = logging.getLogger(__name__)
 

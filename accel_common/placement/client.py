@@ -23,44 +23,21 @@ write with the generation read, again after a 409
 """
 
 import collections
+
 from oslo_log import log as logging
+
+from accel_common import exception
 
 LOG = logging.getLogger(__name__)
 
 #: Every call uses this Placement microversion (Placement 16 serves 1.39).
 MICROVERSION = "1.39"
 
-CONCURRENT_UPDATE = "placement.concurrent_update"
 INVENTORY_IN_USE = "placement.inventory.inuse"
 
 #: What a :meth:`Client.retry_on_conflict` attempt returns to be called
 #: again without having written (its reads saw different generations).
 REREAD = object()
-
-
-class PlacementError(Exception):
-    """Placement refused a call; ``status`` and ``code`` say how."""
-
-    def __init__(self, method, url, response):
-        self.method = method
-        self.url = url
-        self.status = response.status_code
-        self.code = None
-        detail = response.text
-        try:
-            error = response.json()["errors"][0]
-            self.code = error.get("code")
-            detail = error.get("detail") or detail
-        except (ValueError, KeyError, IndexError, TypeError):
-            pass
-        super().__init__(f"Placement {method} {url} answered {self.status}"
-                         f"{' (' + self.code + ')' if self.code else ''}: "
-                         f"{detail.strip()}")
-
-    @property
-    def is_conflict(self):
-        """True for a generation conflict worth a re-read and retry."""
-        return self.status == 409 and self.code == CONCURRENT_UPDATE
 
 
 class Client:
@@ -113,7 +90,7 @@ class Client:
             kwargs["params"] = params
         response = getattr(self.conn.placement, method.lower())(url, **kwargs)
         if response.status_code not in ok:
-            raise PlacementError(method, url, response)
+            raise exception.PlacementError(method, url, response)
         if response.status_code == 204 or not response.content:
             return None
         return response.json()
@@ -141,7 +118,7 @@ class Client:
         for attempt in range(1, retries + 2):
             try:
                 outcome = func()
-            except PlacementError as error:
+            except exception.PlacementError as error:
                 if not error.is_conflict:
                     raise
                 conflict = error
@@ -165,7 +142,7 @@ class Client:
         """The provider ``rp_uuid``, or None."""
         try:
             return self.request("GET", f"/resource_providers/{rp_uuid}")
-        except PlacementError as exc:
+        except exception.PlacementError as exc:
             if exc.status == 404:
                 return None
             raise
@@ -218,7 +195,7 @@ class Client:
                 "PUT", f"/resource_providers/{rp_uuid}/inventories",
                 json={"resource_provider_generation": generation,
                       "inventories": inventories})
-        except PlacementError:
+        except exception.PlacementError:
             self.snapshots.pop(rp_uuid, None)
             raise
         return body["resource_provider_generation"]
@@ -236,7 +213,7 @@ class Client:
                 "PUT", f"/resource_providers/{rp_uuid}/traits",
                 json={"resource_provider_generation": generation,
                       "traits": sorted(traits)})
-        except PlacementError:
+        except exception.PlacementError:
             self.snapshots.pop(rp_uuid, None)
             raise
         return body["resource_provider_generation"]

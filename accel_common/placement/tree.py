@@ -24,6 +24,7 @@ import re
 import os_resource_classes as orc
 import os_traits
 
+from accel_common import exception
 from accel_common import inventory
 
 #: Placement's limit on provider names.
@@ -52,10 +53,6 @@ OWNED_TRAIT_PREFIXES = ("OWNER_CYBORG", "CUSTOM_FPGA_", "CUSTOM_NVIDIA_",
 #: Marks a provider the reporter kept with ``reserved = total`` because its
 #: device vanished while allocations still used it.
 RETIRED_TRAIT = "CUSTOM_ACCEL_RETIRED"
-
-
-class InvalidTree(ValueError):
-    """The document cannot be turned into a provider tree."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,10 +138,12 @@ def identity_traits(device, region=None):
 def check_trait(name):
     """Raise InvalidTree unless ``name`` is a valid trait name."""
     if not _TRAIT_RE.match(name):
-        raise InvalidTree(f"trait {name!r} is not a valid trait name "
-                          "(upper case letters, digits and _ only)")
+        raise exception.InvalidTree(
+            f"trait {name!r} is not a valid trait name (upper case "
+            "letters, digits and _ only)")
     if not os_traits.is_custom(name) and name not in _standard_traits():
-        raise InvalidTree(f"trait {name!r} is neither CUSTOM_ nor standard")
+        raise exception.InvalidTree(
+            f"trait {name!r} is neither CUSTOM_ nor standard")
     return name
 
 
@@ -168,7 +167,7 @@ def provider_name(host, device, region):
     if len(device["regions"]) > 1:
         name = f"{name}_{region['id']}"
     if len(name) > MAX_NAME_LENGTH:
-        raise InvalidTree(
+        raise exception.InvalidTree(
             f"provider name {name!r} is longer than Placement's "
             f"{MAX_NAME_LENGTH} characters; shorten the host name")
     return name
@@ -178,8 +177,9 @@ def desired_tree(document):
     """The provider tree an inventory document asks for.
 
     :param document: an inventory document (validated here).
-    :raises accel_common.inventory.InvalidInventory: on a bad document.
-    :raises InvalidTree: when a name or resource class cannot be reported.
+    :raises accel_common.exception.InvalidInventory: on a bad document.
+    :raises accel_common.exception.InvalidTree: when a name or resource
+        class cannot be reported.
     :returns: a :class:`Tree`.
     """
     inventory.validate(document)
@@ -189,7 +189,7 @@ def desired_tree(document):
         for region in device["regions"]:
             rc = region["resource_class"]
             if not (is_standard_resource_class(rc) or orc.is_custom(rc)):
-                raise InvalidTree(
+                raise exception.InvalidTree(
                     f"device {device['id']} region {region['id']}: resource "
                     f"class {rc!r} is neither standard nor CUSTOM_")
             function = None

@@ -27,14 +27,14 @@ import os
 
 from keystoneauth1 import loading as ks_loading
 
-from accel_tools.demo import example_inventory
 from accel_tools import devserver
+from accel_tools.demo import example_inventory
 from accel_tools.embedded import placement as placement_launcher
+from cyborg_lite import service
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import service
 
 
 def start(directory, log_file, host, function_id, placement_url,

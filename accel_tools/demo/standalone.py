@@ -26,10 +26,10 @@ import uuid
 from accel_tools import devserver
 from accel_tools.demo import identities
 from accel_tools.demo import output
+from cyborg_lite import service
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
-from cyborg_lite import service
 
 
 def run(state_dir, inventory_path):

@@ -35,6 +35,7 @@ import requests
 
 from accel_common import clients
 from accel_common.placement import client as placement_client
+from accel_tools import request_groups
 from accel_tools.demo import cyborg
 from accel_tools.demo import identities
 from accel_tools.demo import output
@@ -43,7 +44,6 @@ from accel_tools.embedded import images
 from accel_tools.embedded import ironic as ironic_launcher
 from accel_tools.embedded import placement as placement_launcher
 from accel_tools.embedded import stack as stack_mod
-from accel_tools import request_groups
 from cyborg_lite.inventory import ironic as ironic_inventory
 
 #: The host the server becomes: Ironic node name = hypervisor host name =

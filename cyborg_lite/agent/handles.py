@@ -44,7 +44,7 @@ def merge_discovered(document, discovered):
         input is not changed) and the PCI addresses the agent found that
         the document does not list. A device or region the agent did not
         find keeps the handles it had.
-    :raises accel_common.inventory.InvalidInventory: when the result is
+    :raises accel_common.exception.InvalidInventory: when the result is
         not a valid document (e.g. a handle listed twice).
     """
     merged = copy.deepcopy(document)

@@ -26,9 +26,9 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from cyborg_lite.agent import drivers
-from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import images
+from cyborg_lite.agent.drivers import base
 
 LOG = logging.getLogger(__name__)
 

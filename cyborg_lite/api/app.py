@@ -19,15 +19,15 @@ import typing
 
 import flask
 
+from cyborg_lite import context as context_mod
+from cyborg_lite import notifier as notifier_mod
+from cyborg_lite import periodics as periodics_mod
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import errors
 from cyborg_lite.api import microversion
 from cyborg_lite.api import routes
-from cyborg_lite import context as context_mod
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import notifier as notifier_mod
-from cyborg_lite import periodics as periodics_mod
-from cyborg_lite import policy
 from cyborg_lite.programming import programmer as programmer_mod
 
 LOG = logging.getLogger(__name__)

@@ -19,9 +19,9 @@ python-cyborgclient decode.
 """
 
 import json
-from oslo_log import log as logging
 
 import flask
+from oslo_log import log as logging
 from werkzeug import exceptions as http_exceptions
 
 from cyborg_lite import exception

@@ -20,8 +20,8 @@ import sys
 
 from werkzeug import serving
 
-from cyborg_lite.api import app as app_mod
 from cyborg_lite import service
+from cyborg_lite.api import app as app_mod
 
 
 def main(argv=None):

@@ -30,7 +30,7 @@ GROUP = "agent"
 #: The in-process oslo.messaging transport: API and agent in one process.
 EMBEDDED_TRANSPORT_URL = "fake://"
 
-_OPTS = [
+agent_opts = [
     cfg.HostDomainOpt(
         "host",
         default=socket.getfqdn(),
@@ -121,7 +121,7 @@ _OPTS = [
 
 def register_opts(conf):
     """Register ``[agent]`` and oslo.messaging's ``[DEFAULT]`` options."""
-    conf.register_opts(_OPTS, group=GROUP)
+    conf.register_opts(agent_opts, group=GROUP)
     for group, opts in messaging_opts.list_opts():
         if group is None:
             conf.register_opts(opts)
@@ -144,4 +144,4 @@ def register_opts(conf):
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
-    return [(GROUP, _OPTS)]
+    return [(GROUP, agent_opts)]

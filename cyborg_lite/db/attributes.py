@@ -73,7 +73,8 @@ def create(session, deployable, key, value):
 
     :param deployable: the deployable's integer id or uuid.
     :raises exception.UnknownDeployable: (400) no such deployable.
-    :raises exception.AttributeExists: (409) the deployable already has ``key``.
+    :raises exception.AttributeExists: (409) the deployable already has
+        ``key``.
     :returns: the new attribute row.
     """
     deployable_id = _deployable_id(session, deployable)

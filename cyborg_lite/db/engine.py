@@ -26,15 +26,14 @@ import os
 import time
 import uuid as uuidlib
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
-from oslo_log import log as logging
-
-from cyborg_lite.db import migration
 from cyborg_lite import exception
+from cyborg_lite.db import migration
 
 LOG = logging.getLogger(__name__)
 

@@ -35,11 +35,11 @@ import logging
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
+from accel_common import inventory
+from accel_common.placement import tree
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite.programming import regions
-from accel_common import inventory
-from accel_common.placement import tree
 
 LOG = logging.getLogger(__name__)
 
@@ -326,7 +326,7 @@ def apply_document(db, document):
 
     :param db: a :class:`cyborg_lite.db.engine.Database`.
     :param document: the decoded inventory document.
-    :raises accel_common.inventory.InvalidInventory: naming the bad field;
+    :raises accel_common.exception.InvalidInventory: naming the bad field;
         nothing is changed.
     :returns: a summary: per kind (devices, deployables, attach_handles)
         the counts created/updated/unchanged/retired/deleted,

@@ -24,7 +24,7 @@ is the reporter's.
 
 from oslo_log import log as logging
 
-from accel_common.placement import client as placement_client
+from accel_common import exception as common_exception
 from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
@@ -48,13 +48,13 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
     :param client: an :class:`accel_common.placement.client.Client`.
     :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
     :raises CapacityError: after ``retries + 1`` generation conflicts.
-    :raises accel_common.placement.client.PlacementError: any other
+    :raises accel_common.exception.PlacementError: any other
         refusal.
     """
     def write():
         try:
             generation, inventories = client.inventories(rp_uuid)
-        except placement_client.PlacementError as exc:
+        except common_exception.PlacementError as exc:
             if exc.status == 404:
                 return ABSENT
             raise
@@ -108,7 +108,8 @@ def offer_handles(client, document, regions):
                 outcomes[region["rp_uuid"]] = set_capacity(
                     client, region["rp_uuid"], region["resource_class"],
                     len(region["attach_handles"]))
-            except (exception.CapacityError, placement_client.PlacementError) as exc:
+            except (exception.CapacityError,
+                    common_exception.PlacementError) as exc:
                 LOG.warning("Host %s: capacity of provider %s not set: %s",
                             document["host"], region["rp_uuid"], exc)
                 outcomes[region["rp_uuid"]] = f"failed: {exc}"

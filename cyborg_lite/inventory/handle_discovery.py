@@ -27,11 +27,13 @@ them.
 """
 
 import copy
+
 from oslo_log import log as logging
 
+from accel_common import exception as common_exception
+from accel_common import inventory
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import handles
-from accel_common import inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -105,7 +107,7 @@ def fill_handles(document, agent_api, agent_host=None):
         merged = _keep_document_handles(document, merged)
     except agent_exception.AgentError as exc:
         report["error"] = str(exc)
-    except (inventory.InvalidInventory, KeyError, TypeError,
+    except (common_exception.InvalidInventory, KeyError, TypeError,
             AttributeError) as exc:
         report["error"] = (f"the answer of agent {server} does not fit the "
                            f"document: {exc}")

@@ -23,6 +23,7 @@ inventory sync`` and the API's periodic pass (:mod:`.lease`) run.
 import logging
 
 from accel_common import clients
+from accel_common import exception as common_exception
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
 from cyborg_lite.db import deployables as deployable_db
@@ -71,7 +72,7 @@ def write_function_traits(db, placement, taken):
     for region in taken:
         try:
             providers.set_function_trait(region["rp_uuid"], region["trait"])
-        except placement_client.PlacementError as error:
+        except common_exception.PlacementError as error:
             LOG.error("Function trait %s of %s not written: %s",
                       region["trait"], region["rp_uuid"], error)
             db.run(_note_placement_failure, region["rp_uuid"],

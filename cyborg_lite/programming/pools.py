@@ -31,11 +31,11 @@ import logging
 
 from sqlalchemy import exc as sa_exc
 
+from cyborg_lite import exception
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
-from cyborg_lite.db import pools as pool_db
 from cyborg_lite.db import models
-from cyborg_lite import exception
+from cyborg_lite.db import pools as pool_db
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import regions
 

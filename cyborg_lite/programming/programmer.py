@@ -40,22 +40,21 @@ import os
 import threading
 import uuid as uuidlib
 
-
 from accel_common import inventory
 from accel_common.placement import tree
-from cyborg_lite.db import devices as device_db
-from cyborg_lite.db import arqs as arq_db
+from cyborg_lite import arq_states
+from cyborg_lite import binding
+from cyborg_lite import exception
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
 from cyborg_lite.agent import transport
-from cyborg_lite import arq_states
-from cyborg_lite import binding
 from cyborg_lite.conf import agent as agent_conf
+from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
-from cyborg_lite import exception
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import regions
@@ -477,7 +476,7 @@ class Programmer:
 def _start_embedded(conf):
     """Start the in-process agent; its sim state and image catalog default
     to ``$state_path`` instead of /var/lib (no root needed)."""
-    defaults = {o.name: o.default for o in agent_conf._OPTS}
+    defaults = {o.name: o.default for o in agent_conf.agent_opts}
     for name, sub in (("sim_state_dir", "sim"),
                       ("image_catalog_dir", "images")):
         if conf.agent[name] == defaults[name]:

@@ -21,10 +21,12 @@ inventories) is skipped with a log line. With ``[placement]`` unconfigured
 every call is a no-op.
 """
 
-from oslo_log import log as logging
 import threading
 
+from oslo_log import log as logging
+
 from accel_common import clients
+from accel_common import exception as common_exception
 from accel_common import inventory
 from accel_common.placement import client as placement_client
 
@@ -62,7 +64,7 @@ class RegionProviders:
         """``func()`` retried after generation conflicts; None when the
         provider is not in Placement.
 
-        :raises accel_common.placement.client.PlacementError: the last
+        :raises accel_common.exception.PlacementError: the last
             conflict once ``retries`` retries met one too, or any other
             refusal.
         """
@@ -70,7 +72,7 @@ class RegionProviders:
             return self.client().retry_on_conflict(
                 func, self.retries, rp_uuid, what,
                 gave_up=lambda conflict: conflict)
-        except placement_client.PlacementError as error:
+        except common_exception.PlacementError as error:
             if error.status != 404:
                 raise
             LOG.warning("Resource provider %s is not in Placement; not %s",

@@ -37,13 +37,12 @@ any number of workers may run it at once:
 
 import logging
 
-
 from accel_common import inventory
-from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite import arq_states
+from cyborg_lite import exception
+from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import models
-from cyborg_lite import exception
 from cyborg_lite.programming import pools as pools_mod
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import regions

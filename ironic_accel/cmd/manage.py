@@ -27,11 +27,11 @@ import sys
 from oslo_config import cfg
 from oslo_log import log
 
-from ironic_accel import exception as accel_exception
 from accel_common import clients
-from accel_common import inventory
+from accel_common import exception as common_exception
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
+from ironic_accel import exception as accel_exception
 from ironic_accel.placement import migrate_flat
 
 #: oslo.config project: the default files are the conductor's.
@@ -87,10 +87,10 @@ def migrate_flat_command(conf, args, out=None):
                                             do_apply=args.apply,
                                             rc_map=rc_map)
     except (accel_exception.MigrationRefused, accel_exception.ParentNotFound,
-            inventory.InvalidInventory) as exc:
+            common_exception.InvalidInventory) as exc:
         print(f"Refused: {exc}", file=sys.stderr)
         return 1
-    except placement_client.PlacementError as exc:
+    except common_exception.PlacementError as exc:
         print(f"Placement refused a step: {exc}. Run the command again: "
               "completed steps are skipped.", file=sys.stderr)
         return 1

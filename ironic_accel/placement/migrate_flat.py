@@ -36,10 +36,10 @@ inventory does not match the document's regions.
 import collections
 import dataclasses
 
-from ironic_accel import exception as accel_exception
 from accel_common import inventory
-from ironic_accel.placement import reporter
 from accel_common.placement import tree as tree_mod
+from ironic_accel import exception as accel_exception
+from ironic_accel.placement import reporter
 
 
 @dataclasses.dataclass
@@ -297,7 +297,7 @@ def _remove_flat_traits(client, result, retries=4):
 def apply(client, result):
     """Carry out a :class:`Plan` (see the module docstring for the steps).
 
-    :raises accel_common.placement.client.PlacementError: Placement refused
+    :raises accel_common.exception.PlacementError: Placement refused
         a step (a concurrent change of a consumer or provider answers 409:
         plan again and re-run; the reshaper changed nothing then).
     :returns: the :class:`ironic_accel.placement.reporter.Result` of the

@@ -25,8 +25,8 @@ from ironic.conductor import periodics
 from ironic.conf import CONF
 from oslo_log import log as logging
 
-from ironic_accel import conf as accel_conf
 from accel_common import inventory
+from ironic_accel import conf as accel_conf
 from ironic_accel.placement import reporter
 
 LOG = logging.getLogger(__name__)

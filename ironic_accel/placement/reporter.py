@@ -26,14 +26,16 @@ traits cyborg_lite set.
 """
 
 import dataclasses
+
 from oslo_log import log as logging
 
-from ironic_accel import exception as accel_exception
+from accel_common import clients
+from accel_common import exception as common_exception
 from accel_common import inventory
 from accel_common.placement import client as placement_client
 from accel_common.placement import tree as tree_mod
 from ironic_accel import conf as accel_conf
-from accel_common import clients
+from ironic_accel import exception as accel_exception
 
 LOG = logging.getLogger(__name__)
 
@@ -60,11 +62,11 @@ def report(client, document, retries=4):
     :param document: the node's inventory document.
     :param retries: re-reads and retries of one provider after a generation
         conflict.
-    :raises accel_common.inventory.InvalidInventory: bad document.
+    :raises accel_common.exception.InvalidInventory: bad document.
     :raises ParentNotFound: no compute-node provider for the host.
     :raises FlatHost: the host still has the legacy flat inventory.
     :raises ReportError: a provider kept changing, or its name is taken.
-    :raises accel_common.placement.client.PlacementError: Placement refused
+    :raises accel_common.exception.PlacementError: Placement refused
         a write for another reason (the message names the call).
     :returns: a :class:`Result`.
     """
@@ -133,7 +135,7 @@ def _create(client, provider, parent_uuid):
     try:
         return client.create_provider(provider.uuid, provider.name,
                                       parent_uuid)
-    except placement_client.PlacementError as exc:
+    except common_exception.PlacementError as exc:
         if exc.status != 409:
             raise
         if client.provider(provider.uuid) is not None:
@@ -217,7 +219,7 @@ def _vanished(client, rp, retries, result):
                      rp_uuid, rp["name"])
             result.deleted.append(rp_uuid)
             return
-        except placement_client.PlacementError as exc:
+        except common_exception.PlacementError as exc:
             if exc.status != 409:
                 raise
             allocations = client.allocations(rp_uuid)

@@ -29,9 +29,9 @@ import glob
 import os
 import re
 
+from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
-from cyborg_lite.agent import exception
 
 # (class directory, device glob, port prefix)
 _LAYOUTS = (

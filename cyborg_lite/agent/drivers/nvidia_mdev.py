@@ -24,9 +24,9 @@ never offered as whole GPUs (cubecos#1262).
 import os
 import uuid
 
+from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
-from cyborg_lite.agent import exception
 
 
 class NvidiaMdevDriver(base.AcceleratorDriver):

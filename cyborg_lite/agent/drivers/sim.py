@@ -33,9 +33,8 @@ import threading
 import time
 
 from accel_common import inventory
-
-from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent import exception
+from cyborg_lite.agent.drivers import base
 
 FAULT_FILE = "FAIL_PROGRAM"
 

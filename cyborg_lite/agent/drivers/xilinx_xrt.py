@@ -24,9 +24,9 @@ to Ironic.
 import os
 import re
 
+from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
-from cyborg_lite.agent import exception
 
 USER_REGION = "0"
 BASE_REGION = "base"

@@ -15,16 +15,16 @@
 
 import flask
 
+from cyborg_lite import arq_states as states
+from cyborg_lite import binding
+from cyborg_lite import exception
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import accelerator_requests as schema
 from cyborg_lite.api.schemas import device_profiles as dp_schema
-from cyborg_lite import arq_states as states
-from cyborg_lite import binding
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import exception
-from cyborg_lite import policy
 
 
 def serialize(arq, handle=None):

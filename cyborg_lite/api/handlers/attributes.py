@@ -15,13 +15,13 @@
 
 import flask
 
+from cyborg_lite import exception
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import attributes as schema
 from cyborg_lite.db import attributes as attribute_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import exception
-from cyborg_lite import policy
 
 
 def serialize(attribute):

@@ -17,14 +17,14 @@ import json
 
 import flask
 
+from cyborg_lite import exception
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import deployables as schema
 from cyborg_lite.db import attributes as attribute_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import exception
-from cyborg_lite import policy
 from cyborg_lite.programming import exception as prog_exception
 
 

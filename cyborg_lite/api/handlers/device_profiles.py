@@ -15,14 +15,14 @@
 
 import flask
 
+from cyborg_lite import exception
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import microversion
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import exception
-from cyborg_lite import policy
 
 
 def serialize(profile):

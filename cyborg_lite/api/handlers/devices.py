@@ -18,13 +18,13 @@ import json
 
 import flask
 
+from cyborg_lite import exception
+from cyborg_lite import maintenance
+from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import microversion
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import exception
-from cyborg_lite import maintenance
-from cyborg_lite import policy
 from cyborg_lite.programming import providers as region_providers
 
 

@@ -17,7 +17,6 @@ import jsonschema
 
 from cyborg_lite import exception
 
-
 #: id(schema) -> validator; schemas are module constants.
 _VALIDATORS = {}
 

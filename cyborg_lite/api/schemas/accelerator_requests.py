@@ -16,8 +16,8 @@ CONTRACT.md §2."""
 
 import jsonschema
 
-from cyborg_lite.api import microversion
 from cyborg_lite import exception
+from cyborg_lite.api import microversion
 
 _UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?" \
         "[0-9a-fA-F]{12}$"

@@ -23,12 +23,12 @@ import sys
 
 from oslo_config import cfg
 
+from cyborg_lite import service
 from cyborg_lite.cmd.manage import db
 from cyborg_lite.cmd.manage import inventory
 from cyborg_lite.cmd.manage import notifications
 from cyborg_lite.cmd.manage import placement
 from cyborg_lite.cmd.manage import programming
-from cyborg_lite import service
 
 #: the command group modules, in the order ``--help`` lists them.
 GROUPS = (db, inventory, placement, programming, notifications)

@@ -29,7 +29,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 from openstack import exceptions as openstack_exceptions
 
 from accel_common import clients
-from accel_common import inventory
+from accel_common import exception as common_exception
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply
 from cyborg_lite.inventory import ironic
@@ -54,7 +54,7 @@ def inventory_import(conf, args):
     db = db_engine.Database.from_conf(conf)
     try:
         summary = apply.apply_document(db, document)
-    except inventory.InvalidInventory as error:
+    except common_exception.InvalidInventory as error:
         print(f"Rejected {args.file}: {error}; nothing was changed.",
               file=sys.stderr)
         return 1
@@ -164,8 +164,9 @@ def add_commands(subparsers):
                                     "(overrides the document's 'host')")
     imp.add_argument("file", help="the inventory document (JSON)")
     imp.set_defaults(func=inventory_import)
-    syn = sub.add_parser("sync", help="apply the inventory documents of the "
-                                      "Ironic nodes ([ironic]) to the database")
+    syn = sub.add_parser("sync", help="apply the inventory documents of "
+                                      "the Ironic nodes ([ironic]) to the "
+                                      "database")
     syn.add_argument("--host", help="only this host")
     syn.add_argument("--wait", type=_seconds, default=60, metavar="SECONDS",
                      help="how long to wait for an inventory sync pass "

@@ -18,8 +18,8 @@
 import json
 import sys
 
-from cyborg_lite.db import engine as db_engine
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite.db import engine as db_engine
 
 
 def resend_command(conf, args, out=None):

@@ -17,9 +17,9 @@ reset of one region (e.g. a region left in ``error``)."""
 import json
 import sys
 
-from cyborg_lite.db import engine as db_engine
 from cyborg_lite import exception
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.programming import pools
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler

@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from cyborg_lite.agent.drivers import sim
+from accel_tools.embedded import common as embedded_common
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import rpcapi
-from accel_tools.embedded import common as embedded_common
+from cyborg_lite.agent.drivers import sim
 from tests.fixtures import rabbitmq
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 

@@ -110,8 +110,8 @@ def test_image_without_checksum_is_refused(conf, glance):
 
 def test_agent_downloads_verifies_and_programs_a_glance_image(
         conf, glance, tmp_path):
-    from cyborg_lite.agent.drivers import sim
     from cyborg_lite.agent import manager
+    from cyborg_lite.agent.drivers import sim
 
     conf.set_override("sim_state_dir", str(tmp_path / "sim"), group="agent")
     conf.set_override("sim_program_seconds", 0, group="agent")

@@ -22,10 +22,10 @@ import sys
 import pytest
 
 from accel_tools.demo import main as demo
+from cyborg_lite import wsgi
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import engine as db_engine
-from cyborg_lite import wsgi
 from tests.fixtures.cyborg import EXAMPLE_INVENTORY
 
 

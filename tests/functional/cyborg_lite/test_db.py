@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from cyborg_lite import arq_states as states
 from cyborg_lite import binding
+from cyborg_lite import exception
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
@@ -31,7 +32,6 @@ from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import migration
 from cyborg_lite.db import models
-from cyborg_lite import exception
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import load_example_inventory

@@ -21,15 +21,15 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from accel_common import inventory
+from accel_common.placement import client as placement_client
+from accel_tools.embedded.common import free_port
+from accel_tools.embedded.placement import apply_client_conf
+from accel_tools.embedded.placement import MICROVERSION
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
-from accel_tools.embedded.common import free_port
-from accel_common import inventory
-from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
-from accel_tools.embedded.placement import MICROVERSION
-from accel_tools.embedded.placement import apply_client_conf
 from tests.fixtures.cyborg import ADMIN
 from tests.fixtures.cyborg import headers
 from tests.fixtures.cyborg import load_example_inventory

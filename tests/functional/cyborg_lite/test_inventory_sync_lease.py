@@ -27,11 +27,11 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from accel_tools.embedded.common import free_port
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import lease as sync_lease
-from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.functional.placement import test_sync_handles as sync_helpers
 

@@ -23,11 +23,11 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from cyborg_lite import notifier as notifier_mod
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
-from cyborg_lite import notifier as notifier_mod
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg import make_cyborg

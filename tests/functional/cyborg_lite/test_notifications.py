@@ -21,8 +21,8 @@ import uuid
 import pytest
 import requests
 
-from cyborg_lite.db import arqs as arq_db
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite.db import arqs as arq_db
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg import make_cyborg

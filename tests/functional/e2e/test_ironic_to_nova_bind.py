@@ -26,14 +26,14 @@ writes itself.)
 import json
 import uuid
 
-from cyborg_lite.agent import rpcapi
-from cyborg_lite.agent import service as agent_service
-from cyborg_lite.inventory import ironic as ironic_inventory
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from accel_tools import request_groups
 from accel_tools.embedded import ironic as ironic_launcher
 from accel_tools.embedded import placement as placement_launcher
-from accel_common import inventory
-from accel_common.placement import client as placement_client
+from cyborg_lite.agent import rpcapi
+from cyborg_lite.agent import service as agent_service
+from cyborg_lite.inventory import ironic as ironic_inventory
 from tests.fixtures import cyborg as cyborg_fixtures
 
 MV = request_groups.MICROVERSION

@@ -16,8 +16,8 @@ in the middle of an update, and an outage."""
 
 import requests
 import sushy
-from accel_tools.embedded.images import make_firmware_image
 
+from accel_tools.embedded.images import make_firmware_image
 
 SIMPLE_UPDATE = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
 

@@ -17,8 +17,8 @@ import uuid
 
 import pytest
 
-from accel_tools import request_groups
 from accel_common.placement import client as placement_client
+from accel_tools import request_groups
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 

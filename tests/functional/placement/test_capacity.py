@@ -20,9 +20,9 @@ cyborg_lite never sets a total below what is allocated, and keeps
 
 import uuid
 
-from cyborg_lite.inventory import capacity
-from accel_tools import request_groups
 from accel_common.placement import client as placement_client
+from accel_tools import request_groups
+from cyborg_lite.inventory import capacity
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 

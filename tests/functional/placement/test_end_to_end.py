@@ -24,11 +24,11 @@ import uuid
 
 import requests
 
-from cyborg_lite.db import engine as db_engine
 from accel_common import node_documents
-from cyborg_lite.inventory import ironic as ironic_inventory
-from accel_tools import request_groups
 from accel_common.placement import client as placement_client
+from accel_tools import request_groups
+from cyborg_lite.db import engine as db_engine
+from cyborg_lite.inventory import ironic as ironic_inventory
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 

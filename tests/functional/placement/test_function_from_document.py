@@ -26,16 +26,17 @@ import uuid
 from oslo_config import cfg
 import sqlalchemy as sa
 
+from accel_common import exception as common_exception
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from cyborg_lite import conf as cyborg_conf
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite.inventory import ironic as ironic_inventory
-from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import programmer as programmer_mod
+from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import reconciler
 from cyborg_lite.programming import regions
-from accel_common import inventory
-from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
 from tests.functional.placement import documents
 from tests.functional.placement.test_end_to_end import FAKE_INTERFACES
@@ -46,7 +47,7 @@ class RefusingTraits(placement_client.Client):
     real service cannot be asked to produce)."""
 
     def set_traits(self, rp_uuid, generation, traits):
-        raise placement_client.PlacementError(
+        raise common_exception.PlacementError(
             "PUT", f"/resource_providers/{rp_uuid}/traits",
             _Response(503, "Service Unavailable"))
 

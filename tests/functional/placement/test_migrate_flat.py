@@ -18,12 +18,13 @@ import uuid
 
 import pytest
 
-from ironic_accel import exception as accel_exception
-from cyborg_lite.cmd import manage as cyborg_manage
-from ironic_accel.cmd import manage
-from ironic_accel.placement import migrate_flat
+from accel_common import exception as common_exception
 from accel_common.placement import client as placement_client
 from accel_tools.embedded import placement as embedded_placement
+from cyborg_lite.cmd import manage as cyborg_manage
+from ironic_accel import exception as accel_exception
+from ironic_accel.cmd import manage
+from ironic_accel.placement import migrate_flat
 from tests.functional.placement import documents
 
 MV = "1.39"
@@ -247,7 +248,7 @@ def test_consumer_changed_after_planning_fails_cleanly_and_rerun_works(
         "project_id": body["project_id"], "user_id": body["user_id"],
         "consumer_generation": body["consumer_generation"],
         "consumer_type": "INSTANCE"})
-    with pytest.raises(placement_client.PlacementError) as raised:
+    with pytest.raises(common_exception.PlacementError) as raised:
         migrate_flat.apply(client, result)
     assert raised.value.status == 409
     # The reshaper is atomic: nothing moved, the allocation is intact.

@@ -23,11 +23,11 @@ import uuid
 
 from keystoneauth1 import loading as ks_loading
 
+from accel_tools.embedded.common import free_port
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import leases as lease_db
 from cyborg_lite.inventory import lease as sync_lease
-from accel_tools.embedded.common import free_port
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.fixtures import polling
 from tests.functional.placement import test_sync_handles as sync_helpers

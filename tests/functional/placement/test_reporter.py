@@ -19,12 +19,12 @@ import uuid
 from oslo_config import cfg
 import pytest
 
-from ironic_accel import exception as accel_exception
-from ironic_accel import conf as accel_conf
 from accel_common.placement import client as placement_client
-from ironic_accel.placement import reporter
 from accel_common.placement import tree
 from accel_tools.embedded import placement as embedded_placement
+from ironic_accel import conf as accel_conf
+from ironic_accel import exception as accel_exception
+from ironic_accel.placement import reporter
 from tests.fixtures import placement as fx
 from tests.functional.placement import documents
 

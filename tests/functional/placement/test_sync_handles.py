@@ -26,11 +26,11 @@ import uuid
 from keystoneauth1 import loading as ks_loading
 import sqlalchemy as sa
 
-from cyborg_lite.db import models
-from cyborg_lite.cmd.manage import inventory as inventory_manage
+from accel_common.placement import client as placement_client
 from accel_tools import request_groups
 from accel_tools.embedded import placement as placement_launcher
-from accel_common.placement import client as placement_client
+from cyborg_lite.cmd.manage import inventory as inventory_manage
+from cyborg_lite.db import models
 from ironic_accel.placement import reporter
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.functional.placement import documents

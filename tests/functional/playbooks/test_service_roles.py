@@ -23,7 +23,6 @@ import time
 import requests
 
 from accel_tools.embedded.common import free_port
-
 from tests.functional.playbooks import ansible_runner
 
 

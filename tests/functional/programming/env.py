@@ -19,11 +19,11 @@ import uuid
 
 import requests
 
+from accel_common.placement import client as placement_client
+from accel_tools.embedded import placement as embedded_placement
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.db import deployables as deployable_db
-from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
-from accel_tools.embedded import placement as embedded_placement
 from tests.fixtures import placement as placement_fixture
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 

@@ -18,9 +18,9 @@ import contextlib
 
 import openstack
 
+from accel_tools.embedded import common
 from cyborg_lite.programming import reconciler
 from cyborg_lite.programming import regions
-from accel_tools.embedded import common
 from tests.fixtures import polling
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"

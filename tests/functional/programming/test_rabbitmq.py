@@ -23,18 +23,18 @@ import uuid
 
 import pytest
 
+from accel_common.placement import client as placement_client
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
-from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
-from tests.fixtures.cyborg_server import CyborgServer
-from tests.fixtures.cyborg_server import make_inventory
-from tests.fixtures.cyborg_server import mariadb_database
 from tests.fixtures import nova_standin as nova_standin_mod
 from tests.fixtures import placement as placement_fixture
 from tests.fixtures import polling
 from tests.fixtures import rabbitmq
+from tests.fixtures.cyborg_server import CyborgServer
+from tests.fixtures.cyborg_server import make_inventory
+from tests.fixtures.cyborg_server import mariadb_database
 from tests.functional.programming import env
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mariadb]

@@ -17,14 +17,14 @@ import io
 import os
 import time
 
+from accel_tools.embedded import common as embedded_common
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.cmd.manage import programming as pools_manage
 from cyborg_lite.programming import pools
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
-from accel_tools.embedded import common as embedded_common
-from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures import polling
+from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.programming import env
 
 

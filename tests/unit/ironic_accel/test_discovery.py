@@ -15,8 +15,8 @@ import types
 from ironic.conf import CONF
 import pytest
 
-from ironic_accel import discovery
 from accel_common import inventory
+from ironic_accel import discovery
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 
 FUNCTION = "3f3c1b2a-0000-4000-8000-00000000abcd"

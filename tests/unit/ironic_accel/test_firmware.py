@@ -27,8 +27,8 @@ from ironic.common import states
 from ironic.conf import CONF
 import pytest
 
-from ironic_accel import exception as accel_exception
 from ironic_accel import discovery
+from ironic_accel import exception as accel_exception
 from ironic_accel import firmware
 from ironic_accel import redfish_gateway as gateway
 from tests.unit.ironic_accel import recorded_bmc as rbmc

@@ -15,6 +15,7 @@ import json
 import pytest
 import requests
 
+from accel_common import exception
 from accel_common.placement import client
 
 
@@ -27,7 +28,7 @@ def _response(status, body):
 
 
 def test_conflict_error_names_call_and_code():
-    error = client.PlacementError("PUT", "/resource_providers/x/traits",
+    error = exception.PlacementError("PUT", "/resource_providers/x/traits",
                                   _response(409, {"errors": [{
                                       "status": 409,
                                       "code": "placement.concurrent_update",
@@ -39,13 +40,14 @@ def test_conflict_error_names_call_and_code():
 
 
 def test_other_409_is_not_retried():
-    error = client.PlacementError("PUT", "/x", _response(409, {"errors": [{
+    error = exception.PlacementError("PUT", "/x", _response(409, {"errors": [{
         "code": "placement.inventory.inuse", "detail": "in use"}]}))
     assert not error.is_conflict
 
 
 def test_non_json_error_keeps_the_text():
-    error = client.PlacementError("GET", "/x", _response(502, "bad gateway"))
+    error = exception.PlacementError("GET", "/x",
+                                     _response(502, "bad gateway"))
     assert error.code is None
     assert "answered 502: bad gateway" in str(error)
 
@@ -59,8 +61,8 @@ def test_snapshot_only_at_the_remembered_generation():
 
 
 def _conflict():
-    return client.PlacementError("PUT", "/x", _response(409, {"errors": [{
-        "code": client.CONCURRENT_UPDATE, "detail": "generation"}]}))
+    return exception.PlacementError("PUT", "/x", _response(409, {"errors": [{
+        "code": exception.CONCURRENT_UPDATE, "detail": "generation"}]}))
 
 
 class _Attempts:
@@ -110,9 +112,9 @@ def test_retry_on_conflict_gives_up_after_retries_plus_one():
 
 def test_retry_on_conflict_raises_other_refusals_at_once():
     c = client.Client(conn=None)
-    gone = client.PlacementError("GET", "/x", _response(404, "gone"))
+    gone = exception.PlacementError("GET", "/x", _response(404, "gone"))
     attempt = _Attempts(gone)
-    with pytest.raises(client.PlacementError) as raised:
+    with pytest.raises(exception.PlacementError) as raised:
         c.retry_on_conflict(attempt, 4, "rp", "testing", gave_up=_GaveUp)
     assert raised.value is gone
     assert (attempt.calls, c.conflicts) == (1, 0)

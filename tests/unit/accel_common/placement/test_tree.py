@@ -17,7 +17,7 @@ import os
 import os_traits
 import pytest
 
-from accel_common import inventory
+from accel_common import exception
 from accel_common.placement import tree
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..",
@@ -94,19 +94,19 @@ def test_all_traits_are_valid_names(doc):
 
 def test_bad_resource_class_is_refused(doc):
     doc["devices"][0]["regions"][0]["resource_class"] = "ACCELERATOR"
-    with pytest.raises(tree.InvalidTree, match="neither standard nor"):
+    with pytest.raises(exception.InvalidTree, match="neither standard nor"):
         tree.desired_tree(doc)
 
 
 def test_overlong_name_is_refused(doc):
     doc["host"] = "h" * 190
-    with pytest.raises(tree.InvalidTree, match="longer than Placement"):
+    with pytest.raises(exception.InvalidTree, match="longer than Placement"):
         tree.desired_tree(doc)
 
 
 def test_invalid_document_names_the_field(doc):
     del doc["host"]
-    with pytest.raises(inventory.InvalidInventory, match="host"):
+    with pytest.raises(exception.InvalidInventory, match="host"):
         tree.desired_tree(doc)
 
 

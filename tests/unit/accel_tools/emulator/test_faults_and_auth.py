@@ -15,8 +15,8 @@
 
 import requests
 import sushy
-from accel_tools.embedded.images import make_firmware_image
 
+from accel_tools.embedded.images import make_firmware_image
 
 FPGA = "/redfish/v1/Systems/1/Processors/FPGA0"
 AUTH = ("admin", "secret")

@@ -19,10 +19,10 @@ import threading
 import pytest
 import requests
 
+from accel_tools.embedded.images import make_firmware_image
 from accel_tools.emulator import app as emulator_app
 from accel_tools.emulator import main
 from accel_tools.emulator import state as st
-from accel_tools.embedded.images import make_firmware_image
 
 FPGA = "/redfish/v1/Systems/1/Processors/FPGA0"
 AUTH = ("admin", "secret")

@@ -17,9 +17,9 @@ import json
 
 import pytest
 
-from cyborg_lite.agent.drivers import sim
+from accel_common import exception as common_exception
 from cyborg_lite.agent import handles
-from accel_common import inventory
+from cyborg_lite.agent.drivers import sim
 
 
 @pytest.fixture
@@ -90,5 +90,6 @@ def test_a_handle_claimed_twice_is_rejected(document):
         {"id": "0", "attach_handles": same},
         {"id": "1", "attach_handles": same}])]
 
-    with pytest.raises(inventory.InvalidInventory, match="listed twice"):
+    with pytest.raises(common_exception.InvalidInventory,
+                       match="listed twice"):
         handles.merge_discovered(document, discovered)

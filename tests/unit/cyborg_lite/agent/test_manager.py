@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-from cyborg_lite.agent.drivers import base
-from cyborg_lite.agent.drivers import sim
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import manager
+from cyborg_lite.agent.drivers import base
+from cyborg_lite.agent.drivers import sim
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 
 FPGA = "0000:5e:00.0"

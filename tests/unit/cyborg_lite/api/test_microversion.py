@@ -15,8 +15,8 @@
 
 import pytest
 
-from cyborg_lite.api import microversion
 from cyborg_lite import exception
+from cyborg_lite.api import microversion
 
 
 @pytest.mark.parametrize("value, expected", [

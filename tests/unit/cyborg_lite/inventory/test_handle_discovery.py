@@ -16,8 +16,8 @@ import logging
 
 import pytest
 
-from cyborg_lite.agent.drivers import sim
 from cyborg_lite.agent import exception as agent_exception
+from cyborg_lite.agent.drivers import sim
 from cyborg_lite.inventory import handle_discovery
 
 

@@ -17,9 +17,9 @@ import os
 
 import pytest
 
+from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.drivers import intel_opae
-from cyborg_lite.agent import exception
 from tests.unit.cyborg_lite.agent.conftest import copy_sysfs
 from tests.unit.cyborg_lite.agent.conftest import fake_tool
 from tests.unit.cyborg_lite.agent.conftest import make_conf

@@ -15,8 +15,8 @@
 import pytest
 
 from cyborg_lite.agent import drivers
-from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent import exception
+from cyborg_lite.agent.drivers import base
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 
 

@@ -21,9 +21,9 @@ import time
 
 import pytest
 
+from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.drivers import sim
-from cyborg_lite.agent import exception
 from tests.fixtures import polling
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 

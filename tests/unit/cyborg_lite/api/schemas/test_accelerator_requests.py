@@ -17,10 +17,10 @@ import uuid
 
 import pytest
 
+from cyborg_lite import exception
 from cyborg_lite.api import microversion
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import accelerator_requests as arq
-from cyborg_lite import exception
 
 V20 = microversion.Version("2.0")
 V21 = microversion.Version("2.1")

@@ -14,9 +14,9 @@
 
 import pytest
 
+from cyborg_lite import exception
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import deployables as schema
-from cyborg_lite import exception
 
 
 def _parse(body):

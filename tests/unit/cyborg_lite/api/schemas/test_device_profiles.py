@@ -15,9 +15,9 @@
 
 import pytest
 
+from cyborg_lite import exception
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as dp
-from cyborg_lite import exception
 
 
 @pytest.mark.parametrize("group", [
