@@ -52,7 +52,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
 from tests.fixtures import cyborg_server  # noqa: E402
-from tests.functional.programming import env  # noqa: E402
+from tests.functional.cyborg_lite.programming import env  # noqa: E402
 
 POOL_RC = "CUSTOM_FPGA_POOL"
 

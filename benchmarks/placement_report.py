@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 from accel_common.placement import client as placement_client  # noqa: E402
 from ironic_accel.placement import reporter  # noqa: E402
 from tests.fixtures import placement as fx  # noqa: E402
-from tests.functional.placement import documents  # noqa: E402
+from tests.functional import documents  # noqa: E402
 
 
 def _phase(client, docs):

@@ -24,8 +24,9 @@ PATCH (its handle reserved, the region ``programming``); the programmer
 resolves it in the background (:mod:`cyborg_lite.programming`).
 """
 
-import logging
 import uuid as uuidlib
+
+from oslo_log import log as logging
 
 from cyborg_lite import arq_states as states
 from cyborg_lite import exception

@@ -26,7 +26,7 @@ write is idempotent. So the status never claims a change Placement has not
 made.
 """
 
-import logging
+from oslo_log import log as logging
 
 from cyborg_lite import exception
 from cyborg_lite.db import deployables as deployable_db

@@ -29,9 +29,10 @@ can run it too.
 from concurrent import futures
 import dataclasses
 import datetime
-import logging
 import threading
 import time
+
+from oslo_log import log as logging
 
 from accel_common import clients
 from cyborg_lite import arq_states

@@ -14,10 +14,10 @@
 """The application factory."""
 
 import dataclasses
-import logging
 import typing
 
 import flask
+from oslo_log import log as logging
 
 from cyborg_lite import context as context_mod
 from cyborg_lite import notifier as notifier_mod

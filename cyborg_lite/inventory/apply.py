@@ -30,8 +30,8 @@ only when it differs from what the document reported before (see
 """
 
 import collections
-import logging
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 

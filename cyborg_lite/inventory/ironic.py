@@ -20,7 +20,7 @@ discover in-band (:mod:`.handle_discovery`), applied to the database
 inventory sync`` and the API's periodic pass (:mod:`.lease`) run.
 """
 
-import logging
+from oslo_log import log as logging
 
 from accel_common import clients
 from accel_common import exception as common_exception

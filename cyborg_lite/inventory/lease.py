@@ -30,11 +30,12 @@ tried again next interval.
 
 import contextlib
 import datetime
-import logging
 import os
 import threading
 import time
 import uuid as uuidlib
+
+from oslo_log import log as logging
 
 from accel_common import clients
 from cyborg_lite.db import leases as lease_db

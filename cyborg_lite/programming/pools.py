@@ -27,8 +27,8 @@ overshoot.
 
 import collections
 import dataclasses
-import logging
 
+from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite import exception

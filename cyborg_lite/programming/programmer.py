@@ -35,10 +35,11 @@ whose process died is found by its stale lease and settled by the
 
 from concurrent import futures
 import dataclasses
-import logging
 import os
 import threading
 import uuid as uuidlib
+
+from oslo_log import log as logging
 
 from accel_common import inventory
 from accel_common.placement import tree

@@ -35,7 +35,7 @@ any number of workers may run it at once:
 5. function pools are filled (:mod:`cyborg_lite.programming.pools`).
 """
 
-import logging
+from oslo_log import log as logging
 
 from accel_common import inventory
 from cyborg_lite import arq_states

@@ -18,7 +18,7 @@ inventory document and the conductor reports the node's regions to
 Placement. cyborg_lite then syncs from Ironic, taking the attach handles
 its agent (sim driver, embedded) discovered in-band; Nova's query for a
 device profile picks a region, and a Nova-style bind to that region
-resolves to a BDF of that region. (tests/functional/placement/
+resolves to a BDF of that region. (tests/functional/e2e/
 test_end_to_end.py covers the same read side with a document the test
 writes itself.)
 """

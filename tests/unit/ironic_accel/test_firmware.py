@@ -15,7 +15,7 @@
 The BMC is the recorded one; the node is a stand-in holding just what the
 steps read and write (driver_internal_info above all), so a test can look at
 the state a conductor would persist. Real Ironic runs the same steps in
-tests/functional/ironic.
+tests/functional/ironic_accel.
 """
 
 import hashlib

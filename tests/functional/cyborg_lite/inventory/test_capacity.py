@@ -24,7 +24,7 @@ from accel_common.placement import client as placement_client
 from accel_tools import request_groups
 from cyborg_lite.inventory import capacity
 from ironic_accel.placement import reporter
-from tests.functional.placement import documents
+from tests.functional import documents
 
 MV = request_groups.MICROVERSION
 

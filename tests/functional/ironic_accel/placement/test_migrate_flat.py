@@ -25,7 +25,7 @@ from cyborg_lite.cmd import manage as cyborg_manage
 from ironic_accel import exception as accel_exception
 from ironic_accel.cmd import manage
 from ironic_accel.placement import migrate_flat
-from tests.functional.placement import documents
+from tests.functional import documents
 
 MV = "1.39"
 FLAT_TRAITS = ["COMPUTE_ACCELERATORS", "CUSTOM_FPGA_INTEL",

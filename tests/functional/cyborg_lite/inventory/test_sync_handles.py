@@ -33,7 +33,7 @@ from cyborg_lite.cmd.manage import inventory as inventory_manage
 from cyborg_lite.db import models
 from ironic_accel.placement import reporter
 from tests.fixtures import cyborg as cyborg_fixtures
-from tests.functional.placement import documents
+from tests.functional import documents
 
 MV = request_groups.MICROVERSION
 FAKE_INTERFACES = {"boot_interface": "fake", "deploy_interface": "fake",

@@ -17,7 +17,7 @@ import pytest
 
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import images
-from tests.functional.agent.glance_standin import GlanceStandIn
+from tests.functional.cyborg_lite.agent.glance_standin import GlanceStandIn
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 
 

@@ -30,7 +30,7 @@ from cyborg_lite.db import leases as lease_db
 from cyborg_lite.inventory import lease as sync_lease
 from tests.fixtures import cyborg as cyborg_fixtures
 from tests.fixtures import polling
-from tests.functional.placement import test_sync_handles as sync_helpers
+from tests.functional.cyborg_lite.inventory import test_sync_handles
 
 
 def _app(tmp_path, ironic_url, host, document):
@@ -63,7 +63,7 @@ def _sync_threads():
 
 def test_app_picks_up_node_devices_without_command(
         ironic_server, baremetal, tmp_path):
-    host, document = sync_helpers._host_with_node(baremetal)
+    host, document = test_sync_handles._host_with_node(baremetal)
     cyborg = _app(tmp_path, ironic_server.url, host, document)
     try:
         expected = {region["rp_uuid"]: sorted(
@@ -71,7 +71,7 @@ def test_app_picks_up_node_devices_without_command(
             for device in document["devices"]
             for region in device["regions"]}
         handles = polling.wait_for(
-            lambda: sync_helpers._handles(cyborg.db, host))
+            lambda: test_sync_handles._handles(cyborg.db, host))
         # every region, with the handles only the agent knew (the
         # document in Ironic has none)
         assert handles == expected
@@ -79,7 +79,7 @@ def test_app_picks_up_node_devices_without_command(
             cyborg.db, sync_lease.LEASE_NAME)
         assert owner
     finally:
-        sync_helpers._close(cyborg)
+        test_sync_handles._close(cyborg)
     assert not _sync_threads()
     # Stopping gave the lease up: another worker takes over at once.
     assert lease_db.acquire(
@@ -100,4 +100,4 @@ def test_unreachable_ironic_is_logged_and_retried(tmp_path, caplog):
             what="two failed sync passes in the log")
         assert _sync_threads() and _sync_threads()[0].is_alive()
     finally:
-        sync_helpers._close(cyborg)
+        test_sync_handles._close(cyborg)

@@ -25,7 +25,7 @@ from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import reconciler
 from tests.fixtures import polling
 from tests.fixtures.cyborg_server import make_inventory
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 
 def _restarted(api):

@@ -35,7 +35,7 @@ from tests.fixtures import rabbitmq
 from tests.fixtures.cyborg_server import CyborgServer
 from tests.fixtures.cyborg_server import make_inventory
 from tests.fixtures.cyborg_server import mariadb_database
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.mariadb]
 

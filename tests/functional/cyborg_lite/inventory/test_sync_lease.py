@@ -33,7 +33,7 @@ from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
 from cyborg_lite.inventory import lease as sync_lease
 from tests.fixtures import cyborg as cyborg_fixtures
-from tests.functional.placement import test_sync_handles as sync_helpers
+from tests.functional.cyborg_lite.inventory import test_sync_handles
 
 LEASE = sync_lease.LEASE_NAME
 WORKER = "api-worker-4242-0123456789abcdef"
@@ -130,7 +130,7 @@ def test_lease_held_by_another_owner_fails_clearly(db, tmp_path, capsys):
 
 def test_free_lease_runs_holds_and_releases(
         db, tmp_path, capsys, ironic_server, baremetal):
-    host, document = sync_helpers._host_with_node(baremetal)
+    host, document = test_sync_handles._host_with_node(baremetal)
     config = _config_file(tmp_path, db, ironic_server.url, host,
                           document)
 
@@ -142,7 +142,7 @@ def test_free_lease_runs_holds_and_releases(
     assert code == 0, err
     assert "Waiting" not in err
     assert _applied_hosts(out) == [host]
-    assert sync_helpers._handles(db, host)
+    assert test_sync_handles._handles(db, host)
     assert len(holders) == 1 and "inventory sync" in holders[0]
     _released_by_this_command(db)
     # an API worker takes the lease at once
@@ -151,7 +151,7 @@ def test_free_lease_runs_holds_and_releases(
 
 def test_waits_for_the_running_pass_then_runs(
         db, tmp_path, capsys, ironic_server, baremetal):
-    host, document = sync_helpers._host_with_node(baremetal)
+    host, document = test_sync_handles._host_with_node(baremetal)
     config = _config_file(tmp_path, db, ironic_server.url, host,
                           document)
     assert lease_db.acquire(db, LEASE, WORKER, 600)

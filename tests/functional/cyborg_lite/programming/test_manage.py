@@ -22,7 +22,7 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg_server import make_inventory
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 
 def _manage(config, *args):

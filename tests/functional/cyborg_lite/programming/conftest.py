@@ -21,7 +21,7 @@ from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import make_inventory
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 
 class EmbeddedApi:

@@ -26,7 +26,7 @@ from ironic_accel import conf as accel_conf
 from ironic_accel import exception as accel_exception
 from ironic_accel.placement import reporter
 from tests.fixtures import placement as fx
-from tests.functional.placement import documents
+from tests.functional import documents
 
 MV = "1.39"
 

@@ -30,7 +30,7 @@ from accel_tools import request_groups
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import ironic as ironic_inventory
 from ironic_accel.placement import reporter
-from tests.functional.placement import documents
+from tests.functional import documents
 
 MV = request_groups.MICROVERSION
 FAKE_INTERFACES = {"boot_interface": "fake", "deploy_interface": "fake",

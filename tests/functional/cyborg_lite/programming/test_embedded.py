@@ -16,7 +16,7 @@ sim driver): the default single-host setup, no broker needed."""
 import os
 
 from cyborg_lite.agent.drivers import sim
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 
 def test_bind_needing_a_function_programs_then_binds(embedded,

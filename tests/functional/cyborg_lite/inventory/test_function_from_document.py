@@ -38,8 +38,8 @@ from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import reconciler
 from cyborg_lite.programming import regions
 from ironic_accel.placement import reporter
-from tests.functional.placement import documents
-from tests.functional.placement.test_end_to_end import FAKE_INTERFACES
+from tests.functional import documents
+from tests.functional.e2e.test_end_to_end import FAKE_INTERFACES
 
 
 class RefusingTraits(placement_client.Client):

@@ -22,7 +22,7 @@ from keystoneauth1 import loading as ks_loading
 import pytest
 
 from ironic_accel.placement import periodic
-from tests.functional.placement import documents
+from tests.functional import documents
 
 METHOD = periodic.PlacementReportMixin._report_accelerators_to_placement
 #: The per-node body, without the node iteration of node_periodic.

@@ -19,7 +19,7 @@ still enabled when it ends.
 """
 
 from tests.fixtures import polling
-from tests.functional.programming import env
+from tests.functional.cyborg_lite.programming import env
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
 
