@@ -14,7 +14,10 @@
 
 project = "ironic-accel"
 copyright = "ironic-accel developers"
-extensions = []
+extensions = [
+    "oslo_config.sphinxext",
+    "oslo_policy.sphinxext",
+]
 exclude_patterns = ["build"]
 html_theme = "alabaster"
 # NOTE(docs): nothing is fetched at build time (no intersphinx): the docs

@@ -23,7 +23,7 @@ def test_docs_build_with_warnings_as_errors(tmp_path):
     build = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b",
          "html", str(ROOT / "doc" / "source"), str(tmp_path)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert build.returncode == 0, build.stdout + build.stderr
 
 
