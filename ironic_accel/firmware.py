@@ -56,6 +56,9 @@ accel_conf.register_opts(CONF)
 STATE_KEY = "accel_updates"
 #: driver_internal_info key of the last progress of each device (kept).
 PROGRESS_KEY = "accel_progress"
+#: driver_internal_info key of the image last applied to each device (kept):
+#: {device: {"checksum", "version", "url", "applied_at"}}.
+APPLIED_KEY = "accel_applied_images"
 
 _WAIT_STATES = [states.CLEANWAIT, states.DEPLOYWAIT, states.SERVICEWAIT]
 
@@ -76,11 +79,16 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
     UPDATE_ARGSINFO = {
         "settings": {
             "description": (
+                "Firmware of accelerators (GPU, FPGA and other devices of "
+                "the node's accelerator inventory); BIOS, BMC and NIC "
+                "firmware is Ironic's own firmware.update step. "
                 "A list of {accelerator, url, checksum, version?}: "
                 "accelerator selects devices by id, model or type; url is "
                 "the firmware image (http or https); checksum is "
                 "sha256:<hex> (a bare hex digest means sha256); a device "
-                "already at version is skipped."),
+                "already at version is skipped; without version, a device "
+                "whose last successful update used the same image and "
+                "still runs the version it left is skipped."),
             "required": True,
         },
     }
@@ -262,6 +270,8 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 "url": setting["url"], "kind": kind,
                 "version": setting.get("version"),
                 "function_id": setting.get("function_id"),
+                "checksum": step_settings.expected_digest(
+                    setting["checksum"]),
                 "before": (device["firmware_version"] if kind == "firmware"
                            else functions)}
         if kind == "firmware" and item["version"] and (
@@ -270,6 +280,22 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                      "firmware %(ver)s, skipped",
                      {"node": node.uuid, "dev": device["id"],
                       "ver": item["version"]})
+            return None
+        applied = (node.driver_internal_info.get(APPLIED_KEY) or {}).get(
+            device["id"]) or {}
+        # NOTE(ironic-accel): without a version to compare, the image is:
+        # the one last applied successfully, while the device still runs
+        # the version that update left, is not flashed again. This makes
+        # a clean-steps file without versions safe to run twice.
+        if kind == "firmware" and not item["version"] and (
+                applied.get("checksum") == item["checksum"]
+                and applied.get("version") == device["firmware_version"]):
+            LOG.info("Node %(node)s: accelerator %(dev)s already runs the "
+                     "image sha256:%(sum)s (firmware %(ver)s, applied "
+                     "%(at)s), skipped",
+                     {"node": node.uuid, "dev": device["id"],
+                      "sum": item["checksum"], "ver": applied["version"],
+                      "at": applied.get("applied_at")})
             return None
         if kind == "function" and item["function_id"] and (
                 functions == [item["function_id"]]):
@@ -388,6 +414,11 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                            f"complete but the firmware version is still "
                            f"{now!r} (expected {expected or 'a change'})")
             item["after"] = now
+            applied = dict(node.driver_internal_info.get(APPLIED_KEY) or {})
+            applied[device] = {"checksum": item.get("checksum"),
+                               "version": now, "url": item["url"],
+                               "applied_at": _now()}
+            node.set_driver_internal_info(APPLIED_KEY, applied)
             return
         loaded = None
         for proc in gateway.get_accelerator_processors(node):
