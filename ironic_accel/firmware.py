@@ -61,6 +61,8 @@ PROGRESS_KEY = "accel_progress"
 APPLIED_KEY = "accel_applied_images"
 
 _WAIT_STATES = [states.CLEANWAIT, states.DEPLOYWAIT, states.SERVICEWAIT]
+#: Where a node lands when its step is aborted or times out in Ironic.
+_FAIL_STATES = [states.CLEANFAIL, states.DEPLOYFAIL, states.SERVICEFAIL]
 
 
 def _now():
@@ -117,9 +119,9 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         """
         discovery.refresh(task)
 
-    @base.clean_step(priority=0, abortable=False, argsinfo=UPDATE_ARGSINFO,
+    @base.clean_step(priority=0, abortable=True, argsinfo=UPDATE_ARGSINFO,
                      requires_ramdisk=False)
-    @base.service_step(priority=0, abortable=False,
+    @base.service_step(priority=0, abortable=True,
                        argsinfo=UPDATE_ARGSINFO, requires_ramdisk=False)
     def update_accelerator_firmware(self, task, settings):
         """Update accelerator firmware through Redfish SimpleUpdate.
@@ -137,10 +139,10 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         return self._start(task, "update_accelerator_firmware",
                            step_settings.UPDATE_SCHEMA, settings, "firmware")
 
-    @base.deploy_step(priority=0, abortable=False, argsinfo=PROGRAM_ARGSINFO)
-    @base.clean_step(priority=0, abortable=False, argsinfo=PROGRAM_ARGSINFO,
+    @base.deploy_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO)
+    @base.clean_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO,
                      requires_ramdisk=False)
-    @base.service_step(priority=0, abortable=False,
+    @base.service_step(priority=0, abortable=True,
                        argsinfo=PROGRAM_ARGSINFO, requires_ramdisk=False)
     def program_accelerator(self, task, settings):
         """Load a whole-card image (e.g. an FPGA user image) on devices.
@@ -223,6 +225,53 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             LOG.exception("Node %s: unexpected error polling an accelerator "
                           "update", task.node.uuid)
             self._fail(task, f"unexpected error: {exc}")
+
+    @periodics.node_periodic(
+        purpose="cancelling aborted accelerator update tasks",
+        spacing=lambda: CONF.ironic_accel.task_poll_interval,
+        filters={"reserved": False, "provision_state_in": _FAIL_STATES},
+        predicate_extra_fields=["driver_internal_info"],
+        predicate=lambda n: n.driver_internal_info.get(STATE_KEY),
+    )
+    def _cancel_abandoned_updates(self, task, manager, context):
+        """Stop following an update whose step Ironic ended.
+
+        ``baremetal node abort`` (the steps are abortable) or Ironic's own
+        wait timeout leaves the node failed with the update state behind:
+        the BMC task is cancelled where the BMC allows it and the state is
+        dropped, so nothing polls it any more.
+        """
+        task.upgrade_lock()
+        node = task.node
+        state = node.driver_internal_info.get(STATE_KEY)
+        if node.provision_state not in _FAIL_STATES or not state:
+            return
+        self._abandon(task, state)
+
+    def _abandon(self, task, state):
+        node = task.node
+        queue = state.get("queue") or []
+        item = (queue[state.get("index", 0)]
+                if state.get("index", 0) < len(queue) else None)
+        note = "step aborted"
+        if item is not None and item.get("monitor"):
+            try:
+                cancelled = gateway.cancel_task(node, item["device"],
+                                                item["monitor"])
+                note += (": BMC task cancelled" if cancelled else
+                         ": the BMC does not allow cancelling its task, "
+                         "which may still complete")
+            except accel_exception.AcceleratorBMCError as exc:
+                note += f": cancelling the BMC task failed: {exc}"
+        if item is not None:
+            self._record(node, item, item.get("percent"), "Aborted",
+                         (item.get("messages") or []) + [note])
+        node.del_driver_internal_info(STATE_KEY)
+        node.save()
+        LOG.warning("Node %(node)s: %(step)s ended by Ironic while its "
+                    "update was running (%(note)s)",
+                    {"node": node.uuid, "step": state.get("step"),
+                     "note": note})
 
     # The step machinery below works on driver_internal_info[STATE_KEY]:
     # {"step", "kind", "index", "queue": [item, ...]}; an item is one device

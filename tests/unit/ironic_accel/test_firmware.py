@@ -401,3 +401,34 @@ def test_other_image_without_version_is_flashed(steps, recorded_bmc):
     task.node.provision_state = states.CLEANING
     assert steps.update_accelerator_firmware(
         task, other) == states.CLEANWAIT
+
+
+def test_update_steps_are_abortable():
+    for name in ("update_accelerator_firmware", "program_accelerator"):
+        method = getattr(firmware.AccelRedfishFirmware, name)
+        assert method._clean_step_abortable is True
+
+
+@pytest.mark.parametrize("status, outcome", [
+    (204, "BMC task cancelled"),
+    (405, "does not allow cancelling"),
+])
+def test_aborted_update_cancels_bmc_task_and_stops(steps, recorded_bmc,
+                                                   status, outcome):
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc)
+    monitor = task.node.driver_internal_info[firmware.STATE_KEY][
+        "queue"][0]["monitor"]
+    recorded_bmc.answer("DELETE", monitor, (status, {}, None))
+    # What Ironic leaves after `baremetal node abort` in clean wait.
+    task.node.provision_state = states.CLEANFAIL
+
+    steps._abandon(task, task.node.driver_internal_info[firmware.STATE_KEY])
+
+    info = task.node.driver_internal_info
+    assert firmware.STATE_KEY not in info
+    progress = info[firmware.PROGRESS_KEY]["fpga0"]
+    assert progress["state"] == "Aborted"
+    assert outcome in progress["messages"][-1]
+    assert ("DELETE", monitor, None) in recorded_bmc.requests
+    assert steps.calls["resumed"] == 0
