@@ -32,6 +32,7 @@ from sushy.resources.system import constants as sys_cons
 from accel_common import exception as common_exception
 from accel_common import inventory
 from ironic_accel import conf as accel_conf
+from ironic_accel import exception as accel_exception
 from ironic_accel import redfish_gateway as gateway
 
 LOG = logging.getLogger(__name__)
@@ -238,6 +239,9 @@ def compute_host(node):
     value = None
     if source == "name":
         value = node.name
+    elif "{" in source:
+        value = (source.format(name=node.name, uuid=node.uuid)
+                 if node.name or "{name}" not in source else None)
     else:
         field, key = source.split(":", 1)
         value = (getattr(node, field) or {}).get(key)
@@ -359,6 +363,9 @@ def report_to_placement(node, document):
         return
     try:
         report(node, document)
+    except accel_exception.ParentNotFound as exc:
+        LOG.warning("Node %s: accelerators not reported to Placement: %s",
+                    node.uuid, exc)
     except Exception:
         LOG.exception("Node %s: reporting the accelerator inventory to "
                       "Placement failed; the reporter's periodic retries",

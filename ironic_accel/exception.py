@@ -44,14 +44,19 @@ class ParentNotFound(IronicAccelError):
     the report cannot be made, and the periodic retries it.
     """
 
-    def __init__(self, host):
+    def __init__(self, host, source=None):
         self.host = host
+        self.source = source
+        origin = f" from compute_host_source = {source}" if source else ""
         super().__init__(
             f"no compute-node resource provider named {host!r} in "
-            "Placement (nova-compute has not registered the host yet, or "
-            "the node maps to the wrong host: see [ironic_accel] "
-            "compute_host_source); the accelerator providers will be "
-            "reported by the next periodic run")
+            f"Placement (name tried: {host!r}{origin}); either "
+            "nova-compute has not registered the host yet (the next "
+            "periodic report retries) or Nova knows it by another name: "
+            "set [ironic_accel] compute_host_source to 'name', "
+            "'extra:<key>', 'instance_info:<key>' or a template such as "
+            "'{name}.example.org' so it gives nova-compute's hypervisor "
+            "hostname")
 
 
 class ReportError(IronicAccelError):

@@ -56,8 +56,13 @@ accel_conf.register_opts(CONF)
 STATE_KEY = "accel_updates"
 #: driver_internal_info key of the last progress of each device (kept).
 PROGRESS_KEY = "accel_progress"
+#: driver_internal_info key of the image last applied to each device (kept):
+#: {device: {"checksum", "version", "url", "applied_at"}}.
+APPLIED_KEY = "accel_applied_images"
 
 _WAIT_STATES = [states.CLEANWAIT, states.DEPLOYWAIT, states.SERVICEWAIT]
+#: Where a node lands when its step is aborted or times out in Ironic.
+_FAIL_STATES = [states.CLEANFAIL, states.DEPLOYFAIL, states.SERVICEFAIL]
 
 
 def _now():
@@ -76,11 +81,16 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
     UPDATE_ARGSINFO = {
         "settings": {
             "description": (
+                "Firmware of accelerators (GPU, FPGA and other devices of "
+                "the node's accelerator inventory); BIOS, BMC and NIC "
+                "firmware is Ironic's own firmware.update step. "
                 "A list of {accelerator, url, checksum, version?}: "
                 "accelerator selects devices by id, model or type; url is "
                 "the firmware image (http or https); checksum is "
                 "sha256:<hex> (a bare hex digest means sha256); a device "
-                "already at version is skipped."),
+                "already at version is skipped; without version, a device "
+                "whose last successful update used the same image and "
+                "still runs the version it left is skipped."),
             "required": True,
         },
     }
@@ -109,9 +119,9 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         """
         discovery.refresh(task)
 
-    @base.clean_step(priority=0, abortable=False, argsinfo=UPDATE_ARGSINFO,
+    @base.clean_step(priority=0, abortable=True, argsinfo=UPDATE_ARGSINFO,
                      requires_ramdisk=False)
-    @base.service_step(priority=0, abortable=False,
+    @base.service_step(priority=0, abortable=True,
                        argsinfo=UPDATE_ARGSINFO, requires_ramdisk=False)
     def update_accelerator_firmware(self, task, settings):
         """Update accelerator firmware through Redfish SimpleUpdate.
@@ -129,10 +139,10 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         return self._start(task, "update_accelerator_firmware",
                            step_settings.UPDATE_SCHEMA, settings, "firmware")
 
-    @base.deploy_step(priority=0, abortable=False, argsinfo=PROGRAM_ARGSINFO)
-    @base.clean_step(priority=0, abortable=False, argsinfo=PROGRAM_ARGSINFO,
+    @base.deploy_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO)
+    @base.clean_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO,
                      requires_ramdisk=False)
-    @base.service_step(priority=0, abortable=False,
+    @base.service_step(priority=0, abortable=True,
                        argsinfo=PROGRAM_ARGSINFO, requires_ramdisk=False)
     def program_accelerator(self, task, settings):
         """Load a whole-card image (e.g. an FPGA user image) on devices.
@@ -216,6 +226,53 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                           "update", task.node.uuid)
             self._fail(task, f"unexpected error: {exc}")
 
+    @periodics.node_periodic(
+        purpose="cancelling aborted accelerator update tasks",
+        spacing=lambda: CONF.ironic_accel.task_poll_interval,
+        filters={"reserved": False, "provision_state_in": _FAIL_STATES},
+        predicate_extra_fields=["driver_internal_info"],
+        predicate=lambda n: n.driver_internal_info.get(STATE_KEY),
+    )
+    def _cancel_abandoned_updates(self, task, manager, context):
+        """Stop following an update whose step Ironic ended.
+
+        ``baremetal node abort`` (the steps are abortable) or Ironic's own
+        wait timeout leaves the node failed with the update state behind:
+        the BMC task is cancelled where the BMC allows it and the state is
+        dropped, so nothing polls it any more.
+        """
+        task.upgrade_lock()
+        node = task.node
+        state = node.driver_internal_info.get(STATE_KEY)
+        if node.provision_state not in _FAIL_STATES or not state:
+            return
+        self._abandon(task, state)
+
+    def _abandon(self, task, state):
+        node = task.node
+        queue = state.get("queue") or []
+        item = (queue[state.get("index", 0)]
+                if state.get("index", 0) < len(queue) else None)
+        note = "step aborted"
+        if item is not None and item.get("monitor"):
+            try:
+                cancelled = gateway.cancel_task(node, item["device"],
+                                                item["monitor"])
+                note += (": BMC task cancelled" if cancelled else
+                         ": the BMC does not allow cancelling its task, "
+                         "which may still complete")
+            except accel_exception.AcceleratorBMCError as exc:
+                note += f": cancelling the BMC task failed: {exc}"
+        if item is not None:
+            self._record(node, item, item.get("percent"), "Aborted",
+                         (item.get("messages") or []) + [note])
+        node.del_driver_internal_info(STATE_KEY)
+        node.save()
+        LOG.warning("Node %(node)s: %(step)s ended by Ironic while its "
+                    "update was running (%(note)s)",
+                    {"node": node.uuid, "step": state.get("step"),
+                     "note": note})
+
     # The step machinery below works on driver_internal_info[STATE_KEY]:
     # {"step", "kind", "index", "queue": [item, ...]}; an item is one device
     # update: {"device", "uri", "target", "url", "version", "function_id",
@@ -262,6 +319,8 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 "url": setting["url"], "kind": kind,
                 "version": setting.get("version"),
                 "function_id": setting.get("function_id"),
+                "checksum": step_settings.expected_digest(
+                    setting["checksum"]),
                 "before": (device["firmware_version"] if kind == "firmware"
                            else functions)}
         if kind == "firmware" and item["version"] and (
@@ -270,6 +329,22 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                      "firmware %(ver)s, skipped",
                      {"node": node.uuid, "dev": device["id"],
                       "ver": item["version"]})
+            return None
+        applied = (node.driver_internal_info.get(APPLIED_KEY) or {}).get(
+            device["id"]) or {}
+        # NOTE(ironic-accel): without a version to compare, the image is:
+        # the one last applied successfully, while the device still runs
+        # the version that update left, is not flashed again. This makes
+        # a clean-steps file without versions safe to run twice.
+        if kind == "firmware" and not item["version"] and (
+                applied.get("checksum") == item["checksum"]
+                and applied.get("version") == device["firmware_version"]):
+            LOG.info("Node %(node)s: accelerator %(dev)s already runs the "
+                     "image sha256:%(sum)s (firmware %(ver)s, applied "
+                     "%(at)s), skipped",
+                     {"node": node.uuid, "dev": device["id"],
+                      "sum": item["checksum"], "ver": applied["version"],
+                      "at": applied.get("applied_at")})
             return None
         if kind == "function" and item["function_id"] and (
                 functions == [item["function_id"]]):
@@ -388,6 +463,11 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                            f"complete but the firmware version is still "
                            f"{now!r} (expected {expected or 'a change'})")
             item["after"] = now
+            applied = dict(node.driver_internal_info.get(APPLIED_KEY) or {})
+            applied[device] = {"checksum": item.get("checksum"),
+                               "version": now, "url": item["url"],
+                               "applied_at": _now()}
+            node.set_driver_internal_info(APPLIED_KEY, applied)
             return
         loaded = None
         for proc in gateway.get_accelerator_processors(node):

@@ -552,3 +552,25 @@ def poll_task(node, device, monitor_uri):
                            if m.message or m.message_id]
         return status
     return _call(node, device, f"GET task {monitor_uri}", read)
+
+
+def cancel_task(node, device, monitor_uri):
+    """Ask the BMC to cancel a task (DSP0266: DELETE on its monitor).
+
+    :returns: True when the BMC accepted the cancel, False when it refused
+        it (many BMCs do not allow cancelling an update).
+    :raises: BMCUnavailable when the BMC does not answer.
+    """
+    def delete(client):
+        try:
+            client.connector.delete(monitor_uri)
+        except sushy.exceptions.HTTPError as exc:
+            if exc.status_code in (400, 403, 404, 405, 409, 501):
+                LOG.info("Node %(node)s: the BMC refused to cancel task "
+                         "%(uri)s: %(exc)s", {"node": node.uuid,
+                                             "uri": monitor_uri, "exc": exc})
+                return False
+            raise
+        return True
+    return _call(node, device, f"DELETE task {monitor_uri}", delete,
+                 idempotent=False)

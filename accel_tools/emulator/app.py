@@ -272,6 +272,13 @@ def get_task_monitor(tid):
     return get_task(tid)
 
 
+def cancel_task(tid):
+    """Cancel a running task: 204; 409 when it already ended."""
+    if not _state().cancel_task(tid):
+        raise wz_exc.Conflict("Task %s has already ended" % tid)
+    return flask.Response(status=204)
+
+
 def get_session_service():
     return _reply(res.session_service())
 
@@ -328,6 +335,8 @@ ROUTES = [
     (V1 + "/TaskService/Tasks", "GET", get_tasks),
     (V1 + "/TaskService/Tasks/<tid>", "GET", get_task),
     (V1 + "/TaskService/TaskMonitors/<tid>", "GET", get_task_monitor),
+    (V1 + "/TaskService/TaskMonitors/<tid>", "DELETE", cancel_task),
+    (V1 + "/TaskService/Tasks/<tid>", "DELETE", cancel_task),
     (V1 + "/SessionService", "GET", get_session_service),
     (V1 + "/SessionService/Sessions", "GET", get_sessions),
     (V1 + "/SessionService/Sessions", "POST", create_session),

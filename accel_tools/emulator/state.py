@@ -483,6 +483,24 @@ class State:
             except KeyError:
                 raise exception.NotFound("Task %s" % task_id)
 
+    def cancel_task(self, task_id):
+        """Cancel a running task (DSP0266: DELETE on its monitor).
+
+        :returns: True when it was running and is now Cancelled, False when
+            it had already ended. Raises NotFound for an unknown task.
+        """
+        with self._lock:
+            self.advance()
+            try:
+                task = self.data["tasks"][task_id]
+            except KeyError:
+                raise exception.NotFound("Task %s" % task_id)
+            if task["state"] != "Running":
+                return False
+            self._finish(task, "Cancelled", "Cancelled by the client.")
+            self.save()
+            return True
+
     def percent(self, task):
         """PercentComplete of a task: grows with time, 100 when done."""
         if task["state"] != "Running":

@@ -62,11 +62,15 @@ IRONIC_ACCEL_OPTS = [
     cfg.IntOpt("max_image_size", default=4 * 1024 ** 3, min=1,
                help="Largest image in bytes the checksum check downloads."),
     cfg.StrOpt("compute_host_source", default="name",
-               regex=r"^(name|(extra|instance_info):[^:]+)$",
+               regex=(r"^(name|(extra|instance_info):[^:{}]+"
+                      r"|([^{}]*\{(name|uuid)\})+[^{}]*)$"),
                help="Where the inventory document's host (the compute "
-                    "host name Nova and Placement know the node by) comes "
-                    "from: 'name' (the node name), 'extra:<key>' or "
-                    "'instance_info:<key>'. Falls back to the node uuid "
+                    "host name Nova and Placement know the node by, i.e. "
+                    "nova-compute's hypervisor hostname) comes from: "
+                    "'name' (the node name), 'extra:<key>' or "
+                    "'instance_info:<key>' (a node field), or a template "
+                    "using {name} and/or {uuid}, e.g. '{name}.example.org' "
+                    "when Nova uses FQDNs. Falls back to the node uuid "
                     "when the source is empty."),
 ]
 

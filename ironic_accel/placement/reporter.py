@@ -76,7 +76,9 @@ def report(client, document, retries=4):
     result = Result(host=desired.host)
     root = client.provider_by_name(desired.host)
     if root is None:
-        raise accel_exception.ParentNotFound(desired.host)
+        raise accel_exception.ParentNotFound(
+            desired.host,
+            source=_host_source())
     existing = {rp["uuid"]: rp for rp in client.tree(root["uuid"])}
     if any(p.uuid not in existing for p in desired.providers):
         _refuse_flat_host(client, root, desired)
@@ -254,6 +256,14 @@ def _vanished(client, rp, retries, result):
         result.retired.append(rp_uuid)
 
 
+def _host_source():
+    """The configured compute_host_source, for error messages only."""
+    try:
+        return _ironic_conf().ironic_accel.compute_host_source
+    except Exception:  # NOTE(accel): a message never fails the report.
+        return None
+
+
 def _ironic_conf():
     # NOTE(accel): Ironic's global CONF, imported on use: the reporter's
     # functions also serve ironic-accel-manage, which does not need Ironic.
@@ -267,6 +277,8 @@ def _ironic_conf():
 #: One client per ConfigOpts, kept so its provider snapshots let a
 #: no-change report skip re-reading providers.
 _CLIENTS = {}
+#: ConfigOpts already warned about a missing [placement] section.
+_UNCONFIGURED_WARNED = set()
 
 
 def _make_client(conf):
@@ -274,8 +286,15 @@ def _make_client(conf):
         LOG.debug("[accel_placement] enabled is false: not reporting")
         return None
     if not clients.is_configured(conf, "placement"):
-        LOG.debug("[placement] is not configured: not reporting "
-                  "accelerators to Placement")
+        # NOTE(ironic-accel): once per process and configuration, so an
+        # operator who forgot [placement] sees it without a log flood.
+        if id(conf) not in _UNCONFIGURED_WARNED:
+            _UNCONFIGURED_WARNED.add(id(conf))
+            LOG.warning("The [placement] section is missing or has no "
+                        "auth_type/endpoint: accelerators are NOT reported "
+                        "to Placement until it is configured (or set "
+                        "[accel_placement] enabled = false to silence "
+                        "this)")
         return None
     key = _client_key(conf)
     client = _CLIENTS.get(key)

@@ -300,3 +300,68 @@ def test_deploy_template_runs_program_accelerator_only_with_trait(
         assert trait in node.traits
     finally:
         baremetal.delete_deploy_template(template)
+
+
+def _wait_for(read, check, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = read()
+        if check(value):
+            return value
+        assert time.monotonic() < deadline, value
+        time.sleep(0.5)
+
+
+def test_progress_shows_then_abort_cancels_the_bmc_task(
+        baremetal, bmc_emulator, image_server, tmp_path):
+    node = _managed_node(baremetal, bmc_emulator)
+    step = _firmware_step(image_server, tmp_path)
+    bmc_emulator.set_faults(task_seconds=60)
+    baremetal.set_node_provision_state(node, "clean", clean_steps=[step])
+    embedded_ironic.wait_for_state(baremetal, node, "clean wait")
+    assert baremetal.get_node(node.id).clean_step["abortable"] is True
+
+    # Progress of the BMC task is visible in the node while it runs.
+    info = _wait_for(
+        lambda: baremetal.get_node(node.id).driver_internal_info,
+        lambda i: (i.get("accel_progress", {}).get("fpga0", {})
+                   .get("percent") or 0) > 0)
+    assert info["accel_progress"]["fpga0"]["state"] == "Running"
+
+    baremetal.set_node_provision_state(node, "abort")
+    node = embedded_ironic.wait_for_state(baremetal, node, "clean failed")
+    info = _wait_for(
+        lambda: baremetal.get_node(node.id).driver_internal_info,
+        lambda i: "accel_updates" not in i)
+    progress = info["accel_progress"]["fpga0"]
+    assert progress["state"] == "Aborted"
+    assert "BMC task cancelled" in progress["messages"][-1]
+    monitor = [r for r in bmc_emulator.requests()
+               if r["method"] == "DELETE" and "/TaskService/" in r["path"]]
+    assert len(monitor) == 1
+    assert _bmc_fpga_version(bmc_emulator) == "2.0.1"
+
+    # The node recovers and the same clean then works.
+    bmc_emulator.set_faults(task_seconds=1)
+    _recover(baremetal, node)
+    embedded_ironic.wait_for_state(baremetal, node, "manageable")
+    node = embedded_ironic.clean(baremetal, node, [step])
+    assert node.provision_state == "manageable", node.last_error
+    assert _bmc_fpga_version(bmc_emulator) == "2.1.0"
+
+
+def test_clean_without_version_runs_twice_flashing_once(
+        baremetal, bmc_emulator, image_server, tmp_path):
+    node = _managed_node(baremetal, bmc_emulator)
+    step = _firmware_step(image_server, tmp_path)
+    del step["args"]["settings"][0]["version"]
+    bmc_emulator.set_faults(task_seconds=1)
+
+    node = embedded_ironic.clean(baremetal, node, [step])
+    assert node.provision_state == "manageable", node.last_error
+    assert _bmc_fpga_version(bmc_emulator) == "2.1.0"
+    bmc_emulator.clear_requests()
+
+    node = embedded_ironic.clean(baremetal, node, [step])
+    assert node.provision_state == "manageable", node.last_error
+    assert _simple_updates(bmc_emulator) == []

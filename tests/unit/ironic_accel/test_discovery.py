@@ -118,6 +118,8 @@ def test_is_owned_trait_leaves_other_traits_alone(trait, owned):
     ("extra:hypervisor", "hv-7.example.org"),
     ("instance_info:display_name", "vm-host"),
     ("extra:missing", "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"),
+    ("{name}.cloud.example", "compute-1.example.org.cloud.example"),
+    ("bm-{uuid}", "bm-1be26c0b-03f2-4d2e-ae87-c02d7f33c123"),
 ])
 def test_compute_host_follows_compute_host_source(source, expected):
     node = types.SimpleNamespace(
@@ -128,6 +130,25 @@ def test_compute_host_follows_compute_host_source(source, expected):
     CONF.set_override("compute_host_source", source, group="ironic_accel")
     try:
         assert discovery.compute_host(node) == expected
+    finally:
+        CONF.clear_override("compute_host_source", group="ironic_accel")
+
+
+@pytest.mark.parametrize("source", ["{hostname}.example.org", "{name",
+                                    "extra:", "fqdn"])
+def test_compute_host_source_refuses_what_it_cannot_map(source):
+    with pytest.raises(ValueError):
+        CONF.set_override("compute_host_source", source,
+                          group="ironic_accel")
+
+
+def test_compute_host_template_without_name_uses_uuid():
+    node = types.SimpleNamespace(uuid="1be26c0b", name=None, extra={},
+                                 instance_info={})
+    CONF.set_override("compute_host_source", "{name}.example.org",
+                      group="ironic_accel")
+    try:
+        assert discovery.compute_host(node) == "1be26c0b"
     finally:
         CONF.clear_override("compute_host_source", group="ironic_accel")
 

@@ -346,3 +346,89 @@ def test_program_confirms_function_read_back(steps, recorded_bmc):
     recorded_bmc.documents.update(rbmc.load("bmc_fpga_programmed.json"))
     steps._poll(task)
     assert steps.calls["resumed"] == 1
+
+
+def _complete(steps, bmc, task, version="2.1.0"):
+    bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
+    _set_version(bmc, FPGA_MEMBER, version)
+    steps._poll(task)
+
+
+def test_same_image_without_version_is_not_flashed_twice(steps,
+                                                         recorded_bmc):
+    settings = _settings(recorded_bmc)
+    del settings[0]["version"]
+    _accept_update(recorded_bmc)
+    task, result = _start(steps, recorded_bmc, settings)
+    assert result == states.CLEANWAIT
+    _complete(steps, recorded_bmc, task)
+    applied = task.node.driver_internal_info[firmware.APPLIED_KEY]["fpga0"]
+    assert applied["version"] == "2.1.0"
+    assert applied["checksum"] == settings[0]["checksum"].split(":")[1]
+    posts = len(recorded_bmc.posts())
+
+    # The same clean-steps file again: nothing reaches the BMC.
+    task.node.provision_state = states.CLEANING
+    assert steps.update_accelerator_firmware(task, settings) is None
+    assert len(recorded_bmc.posts()) == posts
+    assert steps.calls["errors"] == []
+
+
+def test_same_image_is_flashed_again_when_device_changed_since(
+        steps, recorded_bmc):
+    settings = _settings(recorded_bmc)
+    del settings[0]["version"]
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc, settings)
+    _complete(steps, recorded_bmc, task)
+    # Someone flashed another image out of band since.
+    _set_version(recorded_bmc, FPGA_MEMBER, "1.9.0")
+
+    task.node.provision_state = states.CLEANING
+    assert steps.update_accelerator_firmware(
+        task, settings) == states.CLEANWAIT
+
+
+def test_other_image_without_version_is_flashed(steps, recorded_bmc):
+    settings = _settings(recorded_bmc)
+    del settings[0]["version"]
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc, settings)
+    _complete(steps, recorded_bmc, task)
+
+    url, checksum = _image(recorded_bmc, "fw2.bin", version="2.2.0")
+    other = [{"accelerator": "fpga0", "url": url, "checksum": checksum}]
+    task.node.provision_state = states.CLEANING
+    assert steps.update_accelerator_firmware(
+        task, other) == states.CLEANWAIT
+
+
+def test_update_steps_are_abortable():
+    for name in ("update_accelerator_firmware", "program_accelerator"):
+        method = getattr(firmware.AccelRedfishFirmware, name)
+        assert method._clean_step_abortable is True
+
+
+@pytest.mark.parametrize("status, outcome", [
+    (204, "BMC task cancelled"),
+    (405, "does not allow cancelling"),
+])
+def test_aborted_update_cancels_bmc_task_and_stops(steps, recorded_bmc,
+                                                   status, outcome):
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc)
+    monitor = task.node.driver_internal_info[firmware.STATE_KEY][
+        "queue"][0]["monitor"]
+    recorded_bmc.answer("DELETE", monitor, (status, {}, None))
+    # What Ironic leaves after `baremetal node abort` in clean wait.
+    task.node.provision_state = states.CLEANFAIL
+
+    steps._abandon(task, task.node.driver_internal_info[firmware.STATE_KEY])
+
+    info = task.node.driver_internal_info
+    assert firmware.STATE_KEY not in info
+    progress = info[firmware.PROGRESS_KEY]["fpga0"]
+    assert progress["state"] == "Aborted"
+    assert outcome in progress["messages"][-1]
+    assert ("DELETE", monitor, None) in recorded_bmc.requests
+    assert steps.calls["resumed"] == 0

@@ -310,9 +310,16 @@ def test_missing_compute_node_is_a_clear_error(placement_conn):
     doc = documents.document(f"nowhere-{uuid.uuid4().hex}.example.org")
     client = placement_client.Client(placement_conn)
     with pytest.raises(accel_exception.ParentNotFound,
-                       match="no compute-node resource provider named"):
+                       match="no compute-node resource provider named"
+                       ) as err:
         reporter.report(client, doc)
     assert client.writes == 0
+    # One line naming the name tried and how to set the mapping.
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"name tried: {doc['host']!r}" in message
+    assert "compute_host_source" in message
+    assert "'{name}.example.org'" in message
 
 
 def test_custom_resource_class_is_created(placement_conn, compute_node):

@@ -174,3 +174,21 @@ def test_task_payload_names_the_request(emulator, tmp_path):
     rsp = _simple_update(emulator, {"ImageURI": path.as_uri(), "Targets": [FPGA]})
     payload = rsp.json()["Payload"]
     assert json.loads(payload["JsonBody"]) == {"ImageURI": path.as_uri(), "Targets": [FPGA]}
+
+
+def test_delete_on_the_task_monitor_cancels_a_running_update(emulator, clock, tmp_path):
+    path, _ = make_firmware_image(tmp_path, "2.3.0")
+    rsp = requests.post(emulator.url + "/redfish/v1/UpdateService/Actions/"
+                        "UpdateService.SimpleUpdate", auth=AUTH,
+                        json={"ImageURI": path.as_uri(), "TransferProtocol": "HTTP",
+                              "Targets": ["/redfish/v1/UpdateService/FirmwareInventory/1-FPGA0"]})
+    monitor = emulator.url + rsp.headers["Location"]
+    clock.advance(0.5)
+
+    assert requests.delete(monitor, auth=AUTH).status_code == 204
+    task = requests.get(monitor, auth=AUTH)
+    assert task.status_code == 200 and task.json()["TaskState"] == "Cancelled"
+    clock.advance(5)
+    assert emulator.state.device("1", "FPGA0")["firmware_version"] != "2.3.0"
+    # An ended task can't be cancelled again.
+    assert requests.delete(monitor, auth=AUTH).status_code == 409
