@@ -232,7 +232,12 @@ def _regions(node_uuid, device_id, device_type, proc):
     slots = proc.slot_functions if proc is not None and proc.fpga else {}
 
     def function_id(function):
-        return function.uuid if function is not None else None
+        # NOTE(ironic-accel): the nil UUID (DMTF's mockups put it in every
+        # UUID) names no function.
+        if function is None or not function.uuid or (
+                function.uuid.strip("0-") == ""):
+            return None
+        return function.uuid
 
     if len(slots) > 1:
         return "dynamic", [

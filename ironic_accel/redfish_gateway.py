@@ -463,7 +463,7 @@ def _processors_of(client, system_json, system_id):
         return []
     collection = AcceleratorProcessorCollection(
         client.connector, path, redfish_version=client.root.redfish_version,
-        registries=client.root.registries, root=client.root)
+        registries=client.root.lazy_registries, root=client.root)
     processors = collection.get_members()
     for proc in processors:
         proc.system_identity = system_id
@@ -540,13 +540,13 @@ def get_accelerator_processors(node):
 def _pcie_device(client, uri):
     return pcie_device.PCIeDevice(
         client.connector, uri, redfish_version=client.root.redfish_version,
-        registries=client.root.registries, root=client.root)
+        registries=client.root.lazy_registries, root=client.root)
 
 
 def _pcie_function(client, uri):
     return pcie_device.PCIeFunction(
         client.connector, uri, redfish_version=client.root.redfish_version,
-        registries=client.root.registries, root=client.root)
+        registries=client.root.lazy_registries, root=client.root)
 
 
 def _functions_of(client, node, device):
@@ -571,7 +571,7 @@ def _functions_of(client, node, device):
 def _software(client, uri):
     return softwareinventory.SoftwareInventory(
         client.connector, uri, redfish_version=client.root.redfish_version,
-        registries=client.root.registries, root=client.root)
+        registries=client.root.lazy_registries, root=client.root)
 
 
 def _function_device_uri(function_uri):
@@ -703,28 +703,36 @@ def _index(token, prefixes):
 
 
 #: Id prefixes an accelerator's number follows in FirmwareInventory ids
-#: (HPE Cray EX: ``Node0.Acc2.VBIOS`` is GPU2's VBIOS).
-_ACCEL_TOKENS = ("accelerator", "acc", "gpu", "fpga")
+#: (HPE Cray EX: ``Node0.Acc2.VBIOS`` is GPU2's VBIOS), with the processor
+#: types each may name (None: any accelerator).
+_ACCEL_TOKENS = {"accelerator": None, "acc": None,
+                 "gpu": sys_cons.ProcessorType.GPU,
+                 "fpga": sys_cons.ProcessorType.FPGA}
 
 
 def _by_id_convention(member, processors):
     """The one processor a FirmwareInventory member's Id names, or None.
 
     ``<system>.<Acc|GPU|FPGA><n>.<what>``: a token naming the processor's
-    System (required when more than one System has accelerators) and a
-    token ``acc<n>``/``gpu<n>``/``fpga<n>``/``accelerator<n>`` whose number
-    is the trailing number of exactly one accelerator's Id in that System.
-    Anything less certain ties nothing.
+    System (required when more than one System has accelerators, or when
+    the Id names a ``node``) and one token ``acc<n>``/``accelerator<n>``
+    (any accelerator), ``gpu<n>`` (a GPU) or ``fpga<n>`` (an FPGA) whose
+    number is the trailing number of exactly one such processor's Id.
+    Anything less certain ties nothing (HPE Cray EX's ``FPGA0`` is a board
+    FPGA, and names no node: with no FPGA processor it ties nothing).
     """
     tokens = _id_tokens(member.identity)
     numbered = [_index(t, _ACCEL_TOKENS) for t in tokens]
     numbered = [n for n in numbered if n is not None]
     if len(numbered) != 1:
         return None
-    number = numbered[0][1]
+    prefix, number = numbered[0]
+    wanted_type = _ACCEL_TOKENS[prefix]
     systems = {p.system_identity for p in processors}
     candidates = []
     for proc in processors:
+        if wanted_type is not None and proc.processor_type != wanted_type:
+            continue
         system = str(proc.system_identity or "").lower()
         if len(systems) > 1 and system not in tokens:
             continue
