@@ -89,13 +89,22 @@ class Tree:
 
 
 def vendor_name(device):
-    """The vendor fragment of trait names (``INTEL``, ``XILINX``, ...)."""
-    if device.get("vendor"):
-        return inventory.trait_fragment(device["vendor"])
-    if not device.get("vendor_id"):
-        return "UNKNOWN"
-    known = VENDOR_NAMES.get(device["vendor_id"].lower())
-    return known or _hex(device["vendor_id"])
+    """The vendor fragment of trait names (``INTEL``, ``XILINX``, ...).
+
+    The name real Cyborg's drivers use for a known PCI vendor id; else the
+    first word of ``vendor`` (BMCs say ``Intel(R) Corporation`` or
+    ``Nvidia(R) Corporation``, which profiles know as ``INTEL`` and
+    ``NVIDIA``); else the vendor id; else ``UNKNOWN``.
+    """
+    known = VENDOR_NAMES.get((device.get("vendor_id") or "").lower())
+    if known:
+        return known
+    words = re.findall(r"[A-Za-z0-9]+", device.get("vendor") or "")
+    if words:
+        return inventory.trait_fragment(words[0])
+    if device.get("vendor_id"):
+        return _hex(device["vendor_id"])
+    return "UNKNOWN"
 
 
 def _hex(value):
