@@ -18,6 +18,15 @@ Both sides validate it with :func:`validate`. This module imports nothing from
 Ironic, so cyborg_lite can use it without Ironic installed.
 
 See shared/DESIGN.md §3 for the meaning of each field.
+
+Versions: ``1.0`` requires each device's ``pci_address``, ``vendor_id`` and
+``product_id``. ``1.1`` lets them be null (or absent) for a device the BMC
+describes without them (no real BMC in the project's corpus gives a PCI
+address): such a device is keyed by its ``id`` and ``redfish_uri`` (then
+required), and the host agent's in-band discovery completes it
+(:mod:`cyborg_lite.inventory.handle_discovery`). A writer names the lowest
+version its document needs (:func:`version_for`), so a reader that knows
+only ``1.0`` keeps reading every document that has all addresses.
 """
 
 import re
@@ -27,7 +36,15 @@ import jsonschema
 
 from accel_common import exception
 
-SCHEMA_VERSION = "1.0"
+#: The newest version of the document this module reads and writes.
+SCHEMA_VERSION = "1.1"
+
+#: Every version :func:`validate` accepts, oldest first.
+SCHEMA_VERSIONS = ("1.0", "1.1")
+
+#: The device fields version 1.0 requires and 1.1 lets be null: what only
+#: in-band discovery may know.
+IN_BAND_FIELDS = ("pci_address", "vendor_id", "product_id")
 
 #: Where ironic_accel stores the document on the Ironic node.
 NODE_EXTRA_KEY = "accelerators"
@@ -74,7 +91,7 @@ _REGION = {
     },
 }
 
-_DEVICE = {
+_DEVICE_1_0 = {
     "type": "object",
     "required": ["id", "type", "vendor_id", "product_id", "pci_address",
                  "program_mode", "regions"],
@@ -94,22 +111,53 @@ _DEVICE = {
     },
 }
 
-SCHEMA = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "ironic-accel accelerator inventory document",
-    "type": "object",
-    "required": ["schema_version", "host", "devices"],
-    "additionalProperties": False,
-    "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
-        "node_uuid": {"type": ["string", "null"]},
-        "host": {"type": "string", "minLength": 1, "maxLength": 255},
-        "refreshed_at": {"type": ["string", "null"]},
-        "devices": {"type": "array", "items": _DEVICE},
-    },
-}
 
-_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+def _nullable(schema):
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+_DEVICE_1_1 = dict(
+    _DEVICE_1_0,
+    required=["id", "type", "program_mode", "regions"],
+    properties=dict(
+        _DEVICE_1_0["properties"],
+        **{field: _nullable(_DEVICE_1_0["properties"][field])
+           for field in IN_BAND_FIELDS}),
+    # NOTE(accel): without a PCI address the Redfish URI is what says
+    # which device of the BMC this is.
+    **{"if": {"anyOf": [{"not": {"required": ["pci_address"]}},
+                        {"properties": {"pci_address": {"type": "null"}}}]},
+       "then": {"required": ["redfish_uri"],
+                "properties": {"redfish_uri": {"type": "string",
+                                               "minLength": 1}}}})
+
+
+def _document_schema(version, device):
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ironic-accel accelerator inventory document",
+        "type": "object",
+        "required": ["schema_version", "host", "devices"],
+        "additionalProperties": False,
+        "properties": {
+            "schema_version": {"const": version},
+            "node_uuid": {"type": ["string", "null"]},
+            "host": {"type": "string", "minLength": 1, "maxLength": 255},
+            "refreshed_at": {"type": ["string", "null"]},
+            "devices": {"type": "array", "items": device},
+        },
+    }
+
+
+#: The JSON schema of each version.
+SCHEMAS = {"1.0": _document_schema("1.0", _DEVICE_1_0),
+           "1.1": _document_schema("1.1", _DEVICE_1_1)}
+
+#: The JSON schema of the newest version.
+SCHEMA = SCHEMAS[SCHEMA_VERSION]
+
+_VALIDATORS = {version: jsonschema.Draft202012Validator(schema)
+               for version, schema in SCHEMAS.items()}
 
 
 def _path(error):
@@ -130,7 +178,14 @@ def validate(document):
     :raises InvalidInventory: naming the first bad field.
     :returns: the document, unchanged.
     """
-    errors = sorted(_VALIDATOR.iter_errors(document),
+    version = (document.get("schema_version")
+               if isinstance(document, dict) else None)
+    if isinstance(document, dict) and version not in _VALIDATORS:
+        raise exception.InvalidInventory(
+            f"document.schema_version: {version!r} is not one of the "
+            f"versions this reader knows ({', '.join(SCHEMA_VERSIONS)})")
+    validator = _VALIDATORS.get(version, _VALIDATORS[SCHEMA_VERSION])
+    errors = sorted(validator.iter_errors(document),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         error = errors[0]
@@ -164,6 +219,31 @@ def validate(document):
                         f"{handle['pci_address']} is listed twice")
                 handles.add(key)
     return document
+
+
+def has_address(device):
+    """True when a document's device carries its PCI address."""
+    return bool(device.get("pci_address"))
+
+
+def device_key(device):
+    """What names a device in messages and labels: its PCI address
+    (lower case) when known, else its id."""
+    return (device["pci_address"].lower() if has_address(device)
+            else device["id"])
+
+
+def region_label(device, region):
+    """``<device key>/<region id>``, as sync reports name regions."""
+    return f"{device_key(device)}/{region['id']}"
+
+
+def version_for(devices):
+    """The lowest schema version a document with ``devices`` needs."""
+    if all(device.get(field) for device in devices
+           for field in IN_BAND_FIELDS):
+        return SCHEMA_VERSIONS[0]
+    return SCHEMA_VERSION
 
 
 def region_rp_uuid(node_uuid, device_id, region_id):

@@ -68,12 +68,22 @@ def is_owned_trait(trait):
 
 
 def _hex_id(value):
-    if value is None:
+    """A PCI id as ``0x%04x``, from any spelling BMCs use, or None.
+
+    ``"0x10DE"`` (the schema's), ``"10de"`` (no prefix: PCI ids are
+    written in hex), a JSON number (``4318``: decimal, as JSON numbers
+    are). Anything else, or a value beyond 16 bits, is None.
+    """
+    if value is None or isinstance(value, bool):
         return None
-    text = str(value).strip().lower()
-    try:
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip().lower()
+        if not re.fullmatch(r"(0x)?[0-9a-f]{1,4}", text):
+            return None
         number = int(text, 16)
-    except ValueError:
+    if not 0 <= number <= 0xFFFF:
         return None
     return f"0x{number:04x}"
 
@@ -102,18 +112,39 @@ def pci_address(function):
     return "%04x:%02x:%02x.%x" % tuple(parts)
 
 
-def _device_id(proc):
-    return re.sub(r"[^A-Za-z0-9._-]", "_", proc.identity).lower()[:64]
+def _device_id(identity):
+    return re.sub(r"[^A-Za-z0-9._-]", "_", identity).lower()[:64]
+
+
+def _unique_id(proc_or_device, used, system=None):
+    """A device id unique in the document, stable across refreshes.
+
+    The Redfish Id, as before; prefixed with the System's Id when another
+    device of the document already has it (an accelerator baseboard's
+    ``GPU_0`` next to a host's), then numbered.
+    """
+    candidate = _device_id(proc_or_device.identity)
+    if candidate in used and system:
+        candidate = _device_id(f"{system}-{proc_or_device.identity}")
+    base, number = candidate, 2
+    while candidate in used:
+        suffix = f"-{number}"
+        candidate = base[:64 - len(suffix)] + suffix
+        number += 1
+    used.add(candidate)
+    return candidate
 
 
 def _device_type(proc, functions):
-    if proc.processor_type == sys_cons.ProcessorType.FPGA:
+    if proc is not None and proc.processor_type == sys_cons.ProcessorType.FPGA:
         return "FPGA"
-    if proc.processor_type == sys_cons.ProcessorType.GPU:
+    if proc is not None and proc.processor_type == sys_cons.ProcessorType.GPU:
         return "GPU"
     for function in functions:
         if function.device_class in _CLASS_TYPES:
             return _CLASS_TYPES[function.device_class]
+    if proc is None and any(_class_code(f) == _CLASS_3D for f in functions):
+        return "GPU"
     return "PCI"
 
 
@@ -121,24 +152,50 @@ def _resource_class(device_type):
     return _RESOURCE_CLASSES.get(device_type, "CUSTOM_" + device_type)
 
 
+def _same(uri, other):
+    return bool(uri) and bool(other) and uri.rstrip("/") == other.rstrip("/")
+
+
+def _links_to(function, proc):
+    """True when a function's links name the processor.
+
+    ``Links.Processor`` is the schema's (PCIeFunction v1_6, an object);
+    ``Links.Processors`` (a list) is seen on older services.
+    """
+    links = function.links or {}
+    linked = links.get("Processor")
+    linked = [linked] if isinstance(linked, dict) else []
+    processors = links.get("Processors")
+    if isinstance(processors, list):
+        linked.extend(processors)
+    return any(isinstance(link, dict)
+               and _same(link.get("@odata.id"), proc.path)
+               for link in linked)
+
+
 def _pcie_for(proc, pcie):
-    """Find the PCIe device and functions that belong to a processor."""
+    """The PCIe device and functions that belong to a processor.
+
+    By the processor's ``Links.PCIeDevice`` or ``Links.PCIeFunctions``,
+    then by a function's link back to the processor, then by a PCIe device
+    with the processor's Id when exactly one has it. When the processor
+    links functions, only those are its own (a CXL device may carry
+    functions of other processors).
+    """
     function_uris = {uri.rstrip("/") for uri in proc.pcie_function_uris}
     for device, functions in pcie:
-        if proc.pcie_device_uri and (
-                device.path.rstrip("/") == proc.pcie_device_uri.rstrip("/")):
+        if _same(proc.pcie_device_uri, device.path):
             return device, functions
-        if any(f.path.rstrip("/") in function_uris for f in functions):
-            return device, functions
-        for function in functions:
-            linked = (function.links or {}).get("Processors") or []
-            if any(isinstance(link, dict)
-                   and link.get("@odata.id", "").rstrip("/") ==
-                   proc.path.rstrip("/") for link in linked):
-                return device, functions
+        linked = [f for f in functions if f.path.rstrip("/") in function_uris]
+        if linked:
+            return device, linked
     for device, functions in pcie:
-        if device.identity == proc.identity:
-            return device, functions
+        linked = [f for f in functions if _links_to(f, proc)]
+        if linked:
+            return device, linked
+    same_id = [(d, f) for d, f in pcie if d.identity == proc.identity]
+    if len(same_id) == 1:
+        return same_id[0]
     return None, []
 
 
@@ -150,12 +207,38 @@ def _physical_function(functions):
                or _number(f.function_id) or 0, default=None)
 
 
+def _class_code(function):
+    number = _number(function.class_code)
+    return None if number is None else number >> 8
+
+
+#: PCI class codes (class, subclass) of accelerators a BMC may list only as
+#: PCIe devices: 0x0302 3D controller (datacenter GPUs), 0x1200 processing
+#: accelerator. 0x0300 (VGA) is left out: every BMC's own display is one.
+_CLASS_3D = 0x0302
+_ACCELERATOR_CLASSES = frozenset({_CLASS_3D, 0x1200})
+
+
+def _is_pcie_accelerator(functions):
+    function = _physical_function(functions)
+    if function is None:
+        return False
+    return (function.device_class
+            == sys_cons.DeviceClass.PROCESSING_ACCELERATORS
+            or _class_code(function) in _ACCELERATOR_CLASSES)
+
+
 def _regions(node_uuid, device_id, device_type, proc):
     resource_class = _resource_class(device_type)
-    slots = proc.slot_functions if proc.fpga else {}
+    slots = proc.slot_functions if proc is not None and proc.fpga else {}
 
     def function_id(function):
-        return function.uuid if function is not None else None
+        # NOTE(ironic-accel): the nil UUID (DMTF's mockups put it in every
+        # UUID) names no function.
+        if function is None or not function.uuid or (
+                function.uuid.strip("0-") == ""):
+            return None
+        return function.uuid
 
     if len(slots) > 1:
         return "dynamic", [
@@ -173,58 +256,103 @@ def _regions(node_uuid, device_id, device_type, proc):
          "function_id": loaded[0] if loaded else None}]
 
 
+def _processor_vendor_id(proc):
+    # NOTE(ironic-accel): ProcessorId.VendorId holds a PCI id on some
+    # accelerators and a CPUID string ("GenuineIntel") on CPUs; only an id
+    # that reads as one is taken.
+    return _hex_id(proc.processor_vendor_id)
+
+
+def _describe_device(node_uuid, device_id, device_type, proc, device,
+                     functions, version):
+    function = _physical_function(functions)
+    address = pci_address(function) if function is not None else None
+    vendor_id = (_hex_id(function.vendor_id) if function is not None
+                 else None) or (_processor_vendor_id(proc) if proc else None)
+    product_id = (_hex_id(function.device_id) if function is not None
+                  else None)
+    program_mode, regions = _regions(node_uuid, device_id, device_type,
+                                     proc)
+    fpga = proc.fpga if proc is not None else None
+    return {
+        "id": device_id,
+        "type": device_type,
+        "vendor_id": vendor_id,
+        "product_id": product_id,
+        "vendor": ((proc.manufacturer if proc is not None else None)
+                   or (device.manufacturer if device else None)),
+        "model": ((proc.model if proc is not None else None)
+                  or (fpga.model if fpga else None)
+                  or (device.model if device else None)),
+        "pci_address": address,
+        "redfish_uri": proc.path if proc is not None else device.path,
+        "firmware_version": (version
+                             or (proc.firmware_version
+                                 if proc is not None else None)
+                             or (device.firmware_version
+                                 if device else None)),
+        "program_mode": program_mode,
+        "regions": regions,
+    }
+
+
 def build_document(node_uuid, host, processors, pcie, firmware_inventory,
                    now=None):
     """Build and validate the inventory document.
+
+    Every accelerator Processor becomes a device, with what the BMC says
+    about it: its PCIe function (address, vendor and product ids) when one
+    is linked or links back, else none of those (the host agent completes
+    them in-band, DESIGN §3). PCIe devices no processor claims become
+    devices only when their PCI class says accelerator (3D controller,
+    processing accelerator). What is left out is logged.
 
     :param node_uuid: the Ironic node uuid.
     :param host: the compute host name the document names.
     :param processors: accelerator Processors (gateway objects).
     :param pcie: ``(PCIeDevice, [PCIeFunction])`` pairs.
     :param firmware_inventory: SoftwareInventory members.
-    :returns: the document (DESIGN §3).
+    :returns: the document (DESIGN §3), of the lowest schema version that
+        holds it (:func:`accel_common.inventory.version_for`).
     :raises: accel_common.exception.InvalidInventory if the BMC's answers
         make an invalid document.
     """
-    versions = gateway.firmware_versions_by_processor(firmware_inventory)
-    devices = []
+    versions = gateway.firmware_versions_by_processor(firmware_inventory,
+                                                      processors)
+    devices, used, claimed = [], set(), set()
     for proc in processors:
         device, functions = _pcie_for(proc, pcie)
-        function = _physical_function(functions)
-        address = pci_address(function) if function is not None else None
-        vendor_id = _hex_id(function.vendor_id) if function else None
-        product_id = _hex_id(function.device_id) if function else None
-        if not (address and vendor_id and product_id):
-            LOG.warning("Node %(node)s: accelerator %(uri)s has no PCIe "
-                        "function with an address and ids; it is left out "
-                        "of the inventory", {"node": node_uuid,
-                                             "uri": proc.path})
-            continue
-        device_id = _device_id(proc)
-        device_type = _device_type(proc, functions)
-        program_mode, regions = _regions(node_uuid, device_id, device_type,
-                                         proc)
+        if device is not None:
+            claimed.add(device.path.rstrip("/"))
+        device_id = _unique_id(proc, used, proc.system_identity)
         version = versions.get(proc.path.rstrip("/"), (None, None))[1]
-        devices.append({
-            "id": device_id,
-            "type": device_type,
-            "vendor_id": vendor_id,
-            "product_id": product_id,
-            "vendor": proc.manufacturer or (device.manufacturer
-                                            if device else None),
-            "model": (proc.model or (proc.fpga.model if proc.fpga else None)
-                      or (device.model if device else None)),
-            "pci_address": address,
-            "redfish_uri": proc.path,
-            "firmware_version": (version or proc.firmware_version
-                                 or (device.firmware_version
-                                     if device else None)),
-            "program_mode": program_mode,
-            "regions": regions,
-        })
+        entry = _describe_device(node_uuid, device_id,
+                                 _device_type(proc, functions), proc, device,
+                                 functions, version)
+        missing = [f for f in inventory.IN_BAND_FIELDS if not entry[f]]
+        if missing:
+            LOG.info("Node %(node)s: accelerator %(uri)s has no %(what)s "
+                     "in Redfish; listed by its Redfish identity, the host "
+                     "agent completes it in-band",
+                     {"node": node_uuid, "uri": proc.path,
+                      "what": ", ".join(missing)})
+        devices.append(entry)
+    for device, functions in pcie:
+        if device.path.rstrip("/") in claimed:
+            continue
+        if not _is_pcie_accelerator(functions):
+            LOG.debug("Node %(node)s: PCIe device %(uri)s is not an "
+                      "accelerator by its class; left out",
+                      {"node": node_uuid, "uri": device.path})
+            continue
+        device_id = _unique_id(device, used)
+        devices.append(_describe_device(
+            node_uuid, device_id, _device_type(None, functions), None,
+            device, functions,
+            versions.get(device.path.rstrip("/"), (None, None))[1]))
     now = now or datetime.datetime.now(datetime.timezone.utc)
     document = {
-        "schema_version": inventory.SCHEMA_VERSION,
+        "schema_version": inventory.version_for(devices),
         "node_uuid": node_uuid,
         "host": host,
         "refreshed_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -258,7 +386,7 @@ def document_traits(document):
     traits = set()
     for device in document["devices"]:
         traits.add(type_trait(device["type"]))
-        vendor = device.get("vendor") or device["vendor_id"]
+        vendor = device.get("vendor") or device.get("vendor_id")
         for region in device["regions"]:
             if region.get("function_id"):
                 traits.add(inventory.function_trait(
@@ -342,8 +470,9 @@ def read_document(node):
     :raises: AcceleratorBMCError, BMCUnavailable, InvalidInventory.
     """
     processors = gateway.get_accelerator_processors(node)
-    pcie = gateway.get_pcie_devices(node) if processors else []
-    firmware = gateway.get_firmware_inventory(node) if processors else []
+    pcie = gateway.get_pcie_devices(node, processors)
+    firmware = (gateway.get_firmware_inventory(node)
+                if processors or pcie else [])
     return build_document(node.uuid, compute_host(node), processors, pcie,
                           firmware)
 

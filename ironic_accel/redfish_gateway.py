@@ -27,6 +27,7 @@ import collections
 import dataclasses
 import enum
 import hashlib
+import re
 import threading
 import time
 
@@ -43,6 +44,7 @@ from sushy.resources.system import constants as sys_cons
 from sushy.resources.system import pcie_device
 from sushy.resources.system import processor
 from sushy.resources.updateservice import constants as up_cons
+from sushy.resources.updateservice import softwareinventory
 
 from ironic_accel import conf as accel_conf
 from ironic_accel import exception as accel_exception
@@ -145,10 +147,19 @@ class FpgaField(base.CompositeField):
         'ReconfigurationSlots', default=[])
     """The slots (regions) that can be reprogrammed."""
 
+    firmware_version = base.Field('FirmwareVersion')
+    """The version of the FPGA's firmware (its static/shell image)."""
+
 
 def _uris(links):
     return [link['@odata.id'] for link in links or []
             if isinstance(link, dict) and link.get('@odata.id')]
+
+
+def _link_uris(links):
+    # NOTE(ironic-accel): the schema makes some links single objects
+    # (Processor.Links.Chassis), and BMCs spell some lists as one object.
+    return _uris([links] if isinstance(links, dict) else links)
 
 
 class AcceleratorProcessor(processor.Processor):
@@ -157,15 +168,39 @@ class AcceleratorProcessor(processor.Processor):
     fpga = FpgaField('FPGA')
     """The FPGA object; None on non-FPGA processors."""
 
-    firmware_version = base.Field('FirmwareVersion')
-    """The processor's firmware version (Processor v1_7 and later)."""
+    processor_firmware_version = base.Field('FirmwareVersion')
+    """``Processor.FirmwareVersion`` (Processor v1_7 and later)."""
+
+    processor_vendor_id = base.Field(['ProcessorId', 'VendorId'])
+    """``ProcessorId.VendorId`` as the schema spells it (sushy reads
+    ``VendorID``): a PCI vendor id on some accelerators, a CPUID vendor
+    string on CPUs."""
+
+    chassis_uris = base.Field(['Links', 'Chassis'], adapter=_link_uris,
+                              default=[])
+    """The chassis the processor is linked to, if any."""
 
     pcie_device_uri = base.Field(['Links', 'PCIeDevice', '@odata.id'])
     """The PCIeDevice that holds this processor, if linked."""
 
     pcie_function_uris = base.Field(['Links', 'PCIeFunctions'],
-                                    adapter=_uris, default=[])
+                                    adapter=_link_uris, default=[])
     """The PCIeFunctions of this processor, if linked."""
+
+    #: The Id of the System whose Processors collection listed this
+    #: processor (set by :func:`get_accelerator_processors`).
+    system_identity = None
+
+    @property
+    def firmware_version(self):
+        """The firmware version the processor reports, or None.
+
+        ``Processor.FirmwareVersion`` first, then ``FPGA.FirmwareVersion``
+        (the only place DMTF's FPGA mockup puts it).
+        """
+        if self.processor_firmware_version:
+            return self.processor_firmware_version
+        return self.fpga.firmware_version if self.fpga else None
 
     @property
     def is_accelerator(self):
@@ -397,57 +432,223 @@ def get_system(node):
                                                                    node))
 
 
+def _get_json(client, uri):
+    return client.connector.get(uri).json()
+
+
+def _optional(node, what, func, *args):
+    """``func(*args)``, or None when the BMC answers a lasting error.
+
+    For resources the inventory can do without (a chassis' PCIe device, a
+    linked function): a BMC that answers 404 or 500 for one of them (seen
+    on recorded iLO trees) costs that resource, with a warning, not the
+    whole inventory. 503 and connection errors still go to :func:`_call`'s
+    retries.
+    """
+    try:
+        return func(*args)
+    except sushy.exceptions.HTTPError as exc:
+        if _is_transient(exc) or isinstance(exc,
+                                            sushy.exceptions.AccessError):
+            raise
+        LOG.warning("BMC of node %(node)s: %(what)s failed, left out: "
+                    "%(exc)s", {"node": node.uuid, "what": what,
+                                "exc": _describe(exc)})
+        return None
+
+
+def _processors_of(client, system_json, system_id):
+    path = (system_json.get('Processors') or {}).get('@odata.id')
+    if not path:
+        return []
+    collection = AcceleratorProcessorCollection(
+        client.connector, path, redfish_version=client.root.redfish_version,
+        registries=client.root.lazy_registries, root=client.root)
+    processors = collection.get_members()
+    for proc in processors:
+        proc.system_identity = system_id
+    return processors
+
+
+def _baseboard_systems(client, node, system_json):
+    """Other Systems of the service that hold only accelerators.
+
+    An NVIDIA HGX baseboard is published as a second System whose
+    Processors are GPUs (and the baseboard FPGA), next to the host System
+    the node is. They belong to the node only when the node's System is
+    the service's one host: a service with several hosts (an HPE Cray EX
+    blade with Node0 and Node1) cannot say whose a baseboard is, so none
+    is taken and a warning names them.
+    """
+    root_json = client.root.json
+    collection = (root_json.get('Systems') or {}).get('@odata.id')
+    if not collection:
+        return []
+    members = _uris(_get_json(client, collection).get('Members'))
+    own = system_json.get('@odata.id', '').rstrip('/')
+    others = [uri for uri in members if uri.rstrip('/') != own]
+    if not others:
+        return []
+    hosts, boards = [], []
+    for uri in others:
+        other = _get_json(client, uri)
+        procs = _processors_of(client, other, other.get('Id') or uri)
+        if any(p.processor_type == sys_cons.ProcessorType.CPU
+               for p in procs):
+            hosts.append(uri)
+        elif any(p.is_accelerator for p in procs):
+            boards.append((uri, procs))
+    if boards and hosts:
+        LOG.warning("BMC of node %(node)s: System(s) %(boards)s hold only "
+                    "accelerators, but the service has other host "
+                    "System(s) %(hosts)s; whose they are is not known, so "
+                    "they are left out", {
+                        "node": node.uuid,
+                        "boards": ", ".join(u for u, _ in boards),
+                        "hosts": ", ".join(hosts)})
+        return []
+    return boards
+
+
 def get_accelerator_processors(node):
     """The node's Processors of type FPGA, GPU or Accelerator.
 
-    :returns: a list of :class:`redfish_resources.AcceleratorProcessor`,
-        each fully read (its FPGA object and acceleration functions too).
+    The node's own System first, then the accelerator-only Systems of the
+    service when the node's System is its one host (see
+    :func:`_baseboard_systems`).
+
+    :returns: a list of :class:`AcceleratorProcessor`, each fully read
+        (its FPGA object and acceleration functions too), with
+        ``system_identity`` set.
     :raises: AcceleratorBMCError, BMCUnavailable.
     """
     def read(client):
         system = _system(client, node)
-        path = system.json.get('Processors', {}).get('@odata.id')
-        if not path:
-            return []
-        collection = AcceleratorProcessorCollection(
-            client.connector, path, redfish_version=system.redfish_version,
-            registries=system.registries, root=client.root)
-        processors = [proc for proc in collection.get_members()
-                      if proc.is_accelerator]
+        processors = [p for p in _processors_of(client, system.json,
+                                                system.identity)
+                      if p.is_accelerator]
+        for uri, procs in _baseboard_systems(client, node, system.json):
+            LOG.debug("Node %(node)s: accelerators of System %(uri)s taken "
+                      "as the node's", {"node": node.uuid, "uri": uri})
+            processors.extend(p for p in procs if p.is_accelerator)
         for proc in processors:
             proc.slot_functions  # read the functions while retries apply
         return processors
     return _call(node, None, "GET Processors", read)
 
 
-def get_pcie_devices(node):
-    """The node's PCIe devices as ``(device, [functions])`` pairs.
+def _pcie_device(client, uri):
+    return pcie_device.PCIeDevice(
+        client.connector, uri, redfish_version=client.root.redfish_version,
+        registries=client.root.lazy_registries, root=client.root)
 
-    A system without PCIe devices gives an empty list.
+
+def _pcie_function(client, uri):
+    return pcie_device.PCIeFunction(
+        client.connector, uri, redfish_version=client.root.redfish_version,
+        registries=client.root.lazy_registries, root=client.root)
+
+
+def _functions_of(client, node, device):
+    """A device's PCIe functions: its collection, else its links."""
+    path = (device.json.get('PCIeFunctions') or {}).get('@odata.id')
+    if path:
+        members = _optional(node, f"GET {path}", lambda: _uris(
+            _get_json(client, path).get('Members')))
+        uris = members or []
+    else:
+        # NOTE(ironic-accel): PCIeDevice v1_0 to v1_3 list the functions
+        # in Links.PCIeFunctions; the collection came with v1_4.
+        uris = _link_uris((device.links or {}).get('PCIeFunctions'))
+    functions = []
+    for uri in uris:
+        function = _optional(node, f"GET {uri}", _pcie_function, client, uri)
+        if function is not None:
+            functions.append(function)
+    return functions
+
+
+def _software(client, uri):
+    return softwareinventory.SoftwareInventory(
+        client.connector, uri, redfish_version=client.root.redfish_version,
+        registries=client.root.lazy_registries, root=client.root)
+
+
+def _function_device_uri(function_uri):
+    head, sep, _tail = function_uri.rstrip('/').rpartition('/PCIeFunctions/')
+    return head if sep else None
+
+
+def get_pcie_devices(node, processors=()):
+    """The PCIe devices that may hold the node's accelerators.
+
+    As ``(device, [functions])`` pairs, from every place Redfish puts
+    them: the System's ``PCIeDevices`` (the older place), the PCIe devices
+    of the chassis the System links (the newer one), and whatever the
+    accelerator ``processors`` link (``Links.PCIeDevice``,
+    ``Links.PCIeFunctions``, e.g. an HGX baseboard's
+    ``Chassis/HGX_GPU_SXM_1/PCIeDevices/GPU_SXM_1``). Each device once. A
+    device's functions come from its ``PCIeFunctions`` collection or, on
+    older BMCs, its ``Links.PCIeFunctions``.
+
+    :param processors: the accelerator processors (gateway objects).
+    :returns: a list; empty when the BMC lists no PCIe devices.
+    :raises: AcceleratorBMCError, BMCUnavailable.
     """
     def read(client):
         system = _system(client, node)
+        uris = []
         links = system.json.get('PCIeDevices')
         if isinstance(links, list):
-            # NOTE(ironic-accel): sushy's collection over an embedded list
-            # skips a device whose GET fails (a 503, say) with a warning;
-            # an inventory silently missing a device is worse than a retry.
-            devices = [pcie_device.PCIeDevice(
-                client.connector, uri, redfish_version=system.redfish_version,
-                registries=system.registries, root=client.root)
-                for uri in _uris(links)]
-        else:
-            try:
-                devices = system.pcie_devices.get_members()
-            except sushy.exceptions.MissingAttributeError:
-                return []
-        found = []
-        for device in devices:
-            try:
-                functions = device.pcie_functions.get_members()
-            except sushy.exceptions.MissingAttributeError:
-                functions = []
-            found.append((device, functions))
+            uris.extend(_uris(links))
+        elif isinstance(links, dict) and links.get('@odata.id'):
+            uris.extend(_uris(_get_json(client, links['@odata.id']).get(
+                'Members')))
+        chassis = _link_uris((system.json.get('Links') or {}).get('Chassis'))
+        for proc in processors:
+            chassis.extend(u for u in proc.chassis_uris if u not in chassis)
+        for uri in chassis:
+            body = _optional(node, f"GET {uri}", _get_json, client, uri)
+            path = ((body or {}).get('PCIeDevices') or {}).get('@odata.id')
+            if path:
+                uris.extend(_uris((_optional(
+                    node, f"GET {path}", _get_json, client, path)
+                    or {}).get('Members')))
+        linked_functions = []
+        for proc in processors:
+            if proc.pcie_device_uri:
+                uris.append(proc.pcie_device_uri)
+            for function_uri in proc.pcie_function_uris:
+                linked_functions.append(function_uri)
+                device_uri = _function_device_uri(function_uri)
+                if device_uri:
+                    uris.append(device_uri)
+        found, seen = [], set()
+        for uri in uris:
+            key = uri.rstrip('/')
+            if key in seen:
+                continue
+            seen.add(key)
+            device = _optional(node, f"GET {uri}", _pcie_device, client, uri)
+            if device is None:
+                continue
+            found.append((device, _functions_of(client, node, device)))
+        known = {f.path.rstrip('/') for _, functions in found
+                 for f in functions}
+        for uri in linked_functions:
+            if uri.rstrip('/') in known:
+                continue
+            # NOTE(ironic-accel): a function linked from a processor but
+            # not listed by its device still tells the ids.
+            function = _optional(node, f"GET {uri}", _pcie_function, client,
+                                 uri)
+            device_uri = _function_device_uri(uri)
+            for device, functions in found:
+                if device_uri and device.path.rstrip('/') == device_uri:
+                    if function is not None:
+                        functions.append(function)
+                    break
+            known.add(uri.rstrip('/'))
         return found
     return _call(node, None, "GET PCIeDevices", read)
 
@@ -455,33 +656,126 @@ def get_pcie_devices(node):
 def get_firmware_inventory(node):
     """Every FirmwareInventory member, freshly read.
 
-    sushy caches the collection and its members on the UpdateService object;
-    the refresh with ``force=True`` makes sure a version that just changed is
-    seen.
+    The UpdateService is optional in Redfish (the ServiceRoot requires only
+    Links, Id and Name; DMTF's public-cxl mockup has none), and one
+    without ``Actions`` is seen too: both give an empty list, as does an
+    UpdateService without a FirmwareInventory. The service is read as
+    plain JSON here, not through sushy's UpdateService (which requires
+    ``Actions``), and the collection is built anew on each call, so a
+    version that just changed is seen.
 
-    :returns: a list of sushy SoftwareInventory; empty when the BMC has no
-        FirmwareInventory.
+    :returns: a list of sushy SoftwareInventory.
+    :raises: AcceleratorBMCError, BMCUnavailable.
     """
     def read(client):
-        service = client.update_service()
-        # NOTE(ironic-accel): a forced refresh cascades: the collection and
-        # each member it caches are read again.
-        service.refresh(force=True)
-        try:
-            return service.firmware_inventory.get_members()
-        except sushy.exceptions.MissingAttributeError:
+        path = (client.root.json.get('UpdateService') or {}).get(
+            '@odata.id')
+        if not path:
+            LOG.debug("BMC of node %s has no UpdateService: no firmware "
+                      "inventory", node.uuid)
             return []
+        service = _optional(node, f"GET {path}", _get_json, client, path)
+        inventory = ((service or {}).get('FirmwareInventory') or {}).get(
+            '@odata.id')
+        if not inventory:
+            LOG.debug("BMC of node %s has no FirmwareInventory", node.uuid)
+            return []
+        members = _optional(node, f"GET {inventory}", _get_json, client,
+                            inventory)
+        found = []
+        for uri in _uris((members or {}).get('Members')):
+            member = _optional(node, f"GET {uri}", _software, client, uri)
+            if member is not None:
+                found.append(member)
+        return found
     return _call(node, None, "GET FirmwareInventory", read)
 
 
-def firmware_versions_by_processor(inventory):
-    """Map Processor URI -> (inventory member URI, version)."""
+def _id_tokens(text):
+    return [t for t in re.split(r"[^A-Za-z0-9]+", str(text).lower()) if t]
+
+
+def _index(token, prefixes):
+    for prefix in prefixes:
+        if token.startswith(prefix) and token[len(prefix):].isdigit():
+            return prefix, int(token[len(prefix):])
+    return None
+
+
+#: Id prefixes an accelerator's number follows in FirmwareInventory ids
+#: (HPE Cray EX: ``Node0.Acc2.VBIOS`` is GPU2's VBIOS), with the processor
+#: types each may name (None: any accelerator).
+_ACCEL_TOKENS = {"accelerator": None, "acc": None,
+                 "gpu": sys_cons.ProcessorType.GPU,
+                 "fpga": sys_cons.ProcessorType.FPGA}
+
+
+def _by_id_convention(member, processors):
+    """The one processor a FirmwareInventory member's Id names, or None.
+
+    ``<system>.<Acc|GPU|FPGA><n>.<what>``: a token naming the processor's
+    System (required when more than one System has accelerators, or when
+    the Id names a ``node``) and one token ``acc<n>``/``accelerator<n>``
+    (any accelerator), ``gpu<n>`` (a GPU) or ``fpga<n>`` (an FPGA) whose
+    number is the trailing number of exactly one such processor's Id.
+    Anything less certain ties nothing (HPE Cray EX's ``FPGA0`` is a board
+    FPGA, and names no node: with no FPGA processor it ties nothing).
+    """
+    tokens = _id_tokens(member.identity)
+    numbered = [_index(t, _ACCEL_TOKENS) for t in tokens]
+    numbered = [n for n in numbered if n is not None]
+    if len(numbered) != 1:
+        return None
+    prefix, number = numbered[0]
+    wanted_type = _ACCEL_TOKENS[prefix]
+    systems = {p.system_identity for p in processors}
+    candidates = []
+    for proc in processors:
+        if wanted_type is not None and proc.processor_type != wanted_type:
+            continue
+        system = str(proc.system_identity or "").lower()
+        if len(systems) > 1 and system not in tokens:
+            continue
+        if system and system not in tokens and any(
+                t.startswith("node") for t in tokens):
+            continue
+        match = re.search(r"(\d+)$", proc.identity)
+        if match and int(match.group(1)) == number:
+            candidates.append(proc)
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def firmware_versions_by_processor(inventory, processors=None):
+    """Map Processor URI -> (inventory member URI, version).
+
+    A member is tied to a processor by its ``RelatedItem`` links; with
+    ``processors`` given, a member without ``RelatedItem`` is also tied by
+    the Id convention of :func:`_by_id_convention`, unless a ``RelatedItem``
+    already tied that processor. Members tied to nothing are ignored.
+    """
     result = {}
     for member in inventory:
         for item in member.related_item or []:
             uri = item.get("@odata.id") if isinstance(item, dict) else None
             if uri:
                 result[uri.rstrip("/")] = (member.path, member.version)
+    if not processors:
+        return result
+    named = collections.defaultdict(list)
+    for member in inventory:
+        if member.related_item:
+            continue
+        proc = _by_id_convention(member, processors)
+        if proc is not None:
+            named[proc.path.rstrip("/")].append(member)
+    for uri, members in named.items():
+        if uri in result:
+            continue
+        if len(members) == 1:
+            result[uri] = (members[0].path, members[0].version)
+        else:
+            LOG.debug("FirmwareInventory members %s all name %s; none is "
+                      "taken", ", ".join(m.path for m in members), uri)
     return result
 
 

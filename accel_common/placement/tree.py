@@ -69,7 +69,8 @@ class Provider:
     function_trait: str | None
     device_id: str
     region_id: str
-    pci_address: str
+    #: None for a device the BMC describes without one (schema 1.1).
+    pci_address: str | None
     #: False when the document lists no ``attach_handles`` for the region
     #: (out of band, before cyborg_lite's agent discovered them in-band).
     handles_known: bool = True
@@ -88,11 +89,22 @@ class Tree:
 
 
 def vendor_name(device):
-    """The vendor fragment of trait names (``INTEL``, ``XILINX``, ...)."""
-    if device.get("vendor"):
-        return inventory.trait_fragment(device["vendor"])
-    known = VENDOR_NAMES.get(device["vendor_id"].lower())
-    return known or _hex(device["vendor_id"])
+    """The vendor fragment of trait names (``INTEL``, ``XILINX``, ...).
+
+    The name real Cyborg's drivers use for a known PCI vendor id; else the
+    first word of ``vendor`` (BMCs say ``Intel(R) Corporation`` or
+    ``Nvidia(R) Corporation``, which profiles know as ``INTEL`` and
+    ``NVIDIA``); else the vendor id; else ``UNKNOWN``.
+    """
+    known = VENDOR_NAMES.get((device.get("vendor_id") or "").lower())
+    if known:
+        return known
+    words = re.findall(r"[A-Za-z0-9]+", device.get("vendor") or "")
+    if words:
+        return inventory.trait_fragment(words[0])
+    if device.get("vendor_id"):
+        return _hex(device["vendor_id"])
+    return "UNKNOWN"
 
 
 def _hex(value):
@@ -104,32 +116,37 @@ def identity_traits(device, region=None):
 
     :param device: a device of an inventory document.
     :param region: the region (its MDEV handles name vGPU types).
-    :returns: a set of trait names, all valid os-traits names.
+    :returns: a set of trait names, all valid os-traits names. A device
+        the BMC describes without a product id (schema 1.1) gets no trait
+        that names one.
     """
     vendor = vendor_name(device)
-    product_id = _hex(device["product_id"])
+    product_id = (_hex(device["product_id"]) if device.get("product_id")
+                  else None)
     traits = {os_traits.OWNER_CYBORG}
     if device["type"] == "FPGA":
         product = (inventory.trait_fragment(device["model"])
                    if device.get("model") else product_id)
-        traits |= {f"CUSTOM_FPGA_{vendor}",
-                   f"CUSTOM_FPGA_{vendor}_{product}",
-                   # NOTE(accel): Xilinx/Inspur drivers name the product by
-                   # PCI id; keeping both lets either kind of profile match.
-                   f"CUSTOM_FPGA_PRODUCT_ID_{product_id}"}
+        traits.add(f"CUSTOM_FPGA_{vendor}")
+        if product:
+            traits.add(f"CUSTOM_FPGA_{vendor}_{product}")
+        if product_id:
+            # NOTE(accel): Xilinx/Inspur drivers name the product by PCI
+            # id; keeping both lets either kind of profile match.
+            traits.add(f"CUSTOM_FPGA_PRODUCT_ID_{product_id}")
     elif device["type"] == "GPU" and vendor == "NVIDIA":
-        traits.add(f"CUSTOM_NVIDIA_{product_id}")
+        if product_id:
+            traits.add(f"CUSTOM_NVIDIA_{product_id}")
         for handle in (region or {}).get("attach_handles", []):
-            if handle.get("mdev_type"):
+            if handle.get("mdev_type") and product_id:
                 vgpu = inventory.trait_fragment(
                     handle["mdev_type"].removeprefix("nvidia-"))
                 traits.add(f"CUSTOM_NVIDIA_{product_id}_{vgpu}")
-    elif device["type"] == "GPU":
-        traits |= {f"CUSTOM_GPU_{vendor}",
-                   f"CUSTOM_GPU_PRODUCT_ID_{product_id}"}
     else:
-        traits |= {f"CUSTOM_PCI_{vendor}",
-                   f"CUSTOM_PCI_PRODUCT_ID_{product_id}"}
+        kind = "GPU" if device["type"] == "GPU" else "PCI"
+        traits.add(f"CUSTOM_{kind}_{vendor}")
+        if product_id:
+            traits.add(f"CUSTOM_{kind}_PRODUCT_ID_{product_id}")
     for trait in traits:
         check_trait(trait)
     return traits
@@ -162,8 +179,12 @@ def is_standard_resource_class(name):
 
 
 def provider_name(host, device, region):
-    """``<host>_<pci address>[_<region>]`` (region only for multi-region)."""
-    name = f"{host}_{device['pci_address']}"
+    """``<host>_<pci address>[_<region>]`` (region only for multi-region).
+
+    A device without a PCI address (schema 1.1) is named by its id
+    instead, e.g. ``compute-1_gpu0``.
+    """
+    name = f"{host}_{device.get('pci_address') or device['id']}"
     if len(device["regions"]) > 1:
         name = f"{name}_{region['id']}"
     if len(name) > MAX_NAME_LENGTH:
@@ -205,7 +226,7 @@ def desired_tree(document):
                 function_trait=function,
                 device_id=device["id"],
                 region_id=region["id"],
-                pci_address=device["pci_address"],
+                pci_address=device.get("pci_address"),
                 handles_known="attach_handles" in region))
     return Tree(host=host, providers=tuple(providers))
 

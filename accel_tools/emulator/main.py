@@ -11,7 +11,11 @@
 # under the License.
 
 
-"""``ironic-accel-bmc-emulator``: serve the emulator over HTTP."""
+"""``ironic-accel-bmc-emulator``: serve the emulator over HTTP.
+
+``ironic-accel-bmc-emulator record ...`` and ``... replay ...`` record a real
+BMC's tree and serve a recording (:mod:`accel_tools.emulator.record_cli`).
+"""
 
 import argparse
 import logging
@@ -21,6 +25,7 @@ import sys
 from werkzeug import serving
 
 from accel_tools.emulator import app as emulator_app
+from accel_tools.emulator import record_cli
 
 
 def parse_args(argv=None):
@@ -46,8 +51,30 @@ def parse_args(argv=None):
     return args
 
 
+def serve(app, host, port):
+    """Serve ``app`` until SIGINT or SIGTERM."""
+    server = serving.make_server(host, port, app, threaded=True)
+
+    def _stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop)
+    logging.getLogger(__name__).info("Redfish BMC emulator on http://%s:%d/redfish/v1",
+                                     host, server.port)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def main(argv=None):
-    """Run the emulator until SIGINT or SIGTERM."""
+    """Run the emulator until SIGINT or SIGTERM (or a ``record``/``replay`` command)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in record_cli.COMMANDS:
+        return record_cli.main(argv, serve)
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -57,21 +84,7 @@ def main(argv=None):
     except ValueError as exc:
         print("ironic-accel-bmc-emulator: %s" % exc, file=sys.stderr)
         return 2
-    server = serving.make_server(args.host, args.port, app, threaded=True)
-
-    def _stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, _stop)
-    logging.getLogger(__name__).info("Redfish BMC emulator on http://%s:%d/redfish/v1",
-                                     args.host, server.port)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve(app, args.host, args.port)
 
 
 if __name__ == "__main__":

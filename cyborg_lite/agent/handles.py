@@ -51,6 +51,10 @@ def merge_discovered(document, discovered):
     found = _by_address(discovered)
     listed = set()
     for device in merged["devices"]:
+        if not inventory.has_address(device):
+            # NOTE(agent): completed first, if at all, by
+            # cyborg_lite.inventory.handle_discovery.complete_devices.
+            continue
         address = device["pci_address"].lower()
         listed.add(address)
         seen = found.get(address)

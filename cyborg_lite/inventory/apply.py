@@ -22,6 +22,11 @@ deployable and device) is marked ``retired`` and keeps working until the
 ARQ is unbound; the next sync then removes it. Applying the same document
 twice changes nothing.
 
+A device without a PCI address (schema 1.1, one the host agent did not
+complete) keeps the address, vendor and product ids the database already
+knows for it (by its id); one never seen with an address is not stored
+(nothing could attach it) and is named in the summary's ``incomplete``.
+
 A region's ``function_id`` in the document is what the BMC last reported;
 the function cyborg_lite loads in-band (a bind or a pool) is its own. The
 document's value is taken when a region is first imported and afterwards
@@ -66,6 +71,8 @@ class _Summary:
         #: regions whose function the document changed (out of band):
         #: [{"rp_uuid", "function_id", "trait"}], for Placement.
         self.functions_taken = []
+        #: ids of address-less devices never seen with an address.
+        self.incomplete = []
 
     def add(self, kind, what):
         self.counts[kind][what] += 1
@@ -78,6 +85,7 @@ class _Summary:
                             ("created", "updated", "unchanged", "retired",
                              "deleted")}
         result["functions_taken"] = self.functions_taken
+        result["incomplete"] = sorted(self.incomplete)
         result["changed"] = any(
             counter[k] for counter in self.counts.values()
             for k in ("created", "updated", "retired", "deleted"))
@@ -220,12 +228,16 @@ def _sync_function(session, deployable, region):
 
 
 def _sync_device(session, host, doc_device, device, summary):
+    # NOTE(cyborg_lite): Cyborg's ``vendor`` is the PCI vendor id; a device
+    # completed in-band may still lack ids, its name stands in then.
     values = {"type": doc_device["type"],
-              "vendor": doc_device["vendor_id"],
-              "model": doc_device.get("model") or doc_device["product_id"],
+              "vendor": (doc_device.get("vendor_id")
+                         or doc_device.get("vendor") or "unknown"),
+              "model": (doc_device.get("model")
+                        or doc_device.get("product_id") or "unknown"),
               "std_board_info": {
-                  "vendor_id": doc_device["vendor_id"],
-                  "product_id": doc_device["product_id"],
+                  "vendor_id": doc_device.get("vendor_id"),
+                  "product_id": doc_device.get("product_id"),
                   "vendor": doc_device.get("vendor"),
                   "pci_address": doc_device["pci_address"].lower()},
               "pci_address": doc_device["pci_address"].lower(),
@@ -288,6 +300,20 @@ def _sync_device(session, host, doc_device, device, summary):
     return device, changed
 
 
+def _with_known_address(doc_device, existing):
+    """The device with the address the database knows, or None."""
+    if inventory.has_address(doc_device):
+        return doc_device
+    if existing is None:
+        return None
+    board = existing.std_board_info or {}
+    return dict(doc_device, pci_address=existing.pci_address,
+                vendor_id=(doc_device.get("vendor_id")
+                           or board.get("vendor_id") or existing.vendor),
+                product_id=(doc_device.get("product_id")
+                            or board.get("product_id")))
+
+
 def _apply(session, document):
     host = document["host"]
     summary = _Summary()
@@ -296,6 +322,14 @@ def _apply(session, document):
     ).scalars()}
     for doc_device in document["devices"]:
         existing = devices.get(doc_device["id"])
+        known = _with_known_address(doc_device, existing)
+        if known is None:
+            LOG.warning("Host %s: device %s (%s) has no PCI address yet; "
+                        "it is stored once the host agent finds it",
+                        host, doc_device["id"], doc_device.get("redfish_uri"))
+            summary.incomplete.append(doc_device["id"])
+            continue
+        doc_device = known
         _, changed = _sync_device(session, host, doc_device, existing,
                                   summary)
         if existing is not None:
@@ -331,8 +365,9 @@ def apply_document(db, document):
     :returns: a summary: per kind (devices, deployables, attach_handles)
         the counts created/updated/unchanged/retired/deleted,
         ``functions_taken`` (the regions whose function the document
-        changed, with their function trait, for Placement) and
-        ``changed``.
+        changed, with their function trait, for Placement),
+        ``incomplete`` (ids of devices without a PCI address, not stored)
+        and ``changed``.
     """
     inventory.validate(document)
     return db.run(_apply, document)

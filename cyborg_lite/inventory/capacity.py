@@ -25,6 +25,7 @@ is the reporter's.
 from oslo_log import log as logging
 
 from accel_common import exception as common_exception
+from accel_common import inventory
 from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
@@ -101,7 +102,7 @@ def offer_handles(client, document, regions):
     outcomes = {}
     for device in document["devices"]:
         for region in device["regions"]:
-            label = f"{device['pci_address'].lower()}/{region['id']}"
+            label = inventory.region_label(device, region)
             if label not in wanted or "attach_handles" not in region:
                 continue
             try:

@@ -157,6 +157,9 @@ def _handles_line(host, report):
     if report["unmatched"]:
         line += ("; ignored devices the document does not list: "
                  + ", ".join(report["unmatched"]))
+    if report.get("incomplete"):
+        line += ("; no PCI address yet for: "
+                 + ", ".join(sorted(report["incomplete"])))
     return line
 
 

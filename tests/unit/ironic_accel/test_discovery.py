@@ -66,6 +66,12 @@ def test_read_document_without_accelerators_is_empty(recorded_bmc):
     recorded_bmc.documents[processors] = dict(
         recorded_bmc.documents[processors],
         Members=[{"@odata.id": processors + "/CPU0"}])
+    system = recorded_bmc.documents["/redfish/v1/Systems/1"]
+    recorded_bmc.documents["/redfish/v1/Systems/1"] = dict(
+        system, PCIeDevices=[])
+    pcie = "/redfish/v1/Chassis/1/PCIeDevices"
+    recorded_bmc.documents[pcie] = dict(recorded_bmc.documents[pcie],
+                                        Members=[])
     document = discovery.read_document(rbmc.node_for(recorded_bmc))
     assert document["devices"] == []
     assert discovery.document_traits(document) == set()
@@ -83,7 +89,8 @@ def test_fpga_with_one_slot_is_single_mode(recorded_bmc):
     assert [r["id"] for r in device["regions"]] == ["0"]
 
 
-def test_device_without_pcie_function_is_left_out(recorded_bmc):
+def test_device_without_pcie_function_is_listed_without_address(
+        recorded_bmc):
     gpu = "/redfish/v1/Systems/1/Processors/GPU0"
     recorded_bmc.documents[gpu] = dict(recorded_bmc.documents[gpu],
                                        Links={})
@@ -92,7 +99,13 @@ def test_device_without_pcie_function_is_left_out(recorded_bmc):
     recorded_bmc.documents["/redfish/v1/Systems/1"] = dict(
         system, PCIeDevices=system["PCIeDevices"][:1])
     document = discovery.read_document(rbmc.node_for(recorded_bmc))
-    assert list(_devices(document)) == ["fpga0"]
+    assert document["schema_version"] == "1.1"
+    gpu_device = _devices(document)["gpu0"]
+    assert (gpu_device["pci_address"], gpu_device["vendor_id"],
+            gpu_device["product_id"], gpu_device["redfish_uri"],
+            gpu_device["firmware_version"]) == (
+        None, "0x10de", None, gpu, "90.04.38.00.03")
+    assert _devices(document)["fpga0"]["pci_address"] == "0000:5e:00.0"
 
 
 def test_document_traits_include_types_and_functions(recorded_bmc):
