@@ -144,3 +144,14 @@ class CapacityError(CyborgLiteException):
     caught inside the inventory sync)."""
 
     msg_fmt = "%(reason)s"
+
+
+class UnsupportedCyborgSchema(Invalid):
+    msg_fmt = ("The Cyborg database is at schema revision %(found)s, which "
+               "this import does not know; supported revisions: "
+               "%(supported)s. Upgrade Cyborg (cyborg-dbsync upgrade) to "
+               "one of them first.")
+
+
+class NotACyborgDatabase(Invalid):
+    msg_fmt = ("%(url)s is not a Cyborg database: %(reason)s.")
