@@ -95,10 +95,44 @@ def check_groups(groups):
                        "accel:function_id are mutually exclusive")
 
 
+GROUP_KEY_KINDS = ("resources", "trait", "accel")
+
+
+def normalize_key(key):
+    """A group key as real Cyborg stores it: ``resources: FPGA `` becomes
+    ``resources:FPGA``, and the same for ``trait:``.
+
+    Cyborg strips spaces around the name after the colon and keeps the
+    rest; cyborg_lite does it for ``accel:`` keys too, where Cyborg keeps
+    them as typed and so makes them keys nobody reads. Keys of any other
+    form are returned stripped, for :func:`check_groups` to refuse.
+    """
+    key = key.strip()
+    kind, sep, name = key.partition(":")
+    if sep and kind in GROUP_KEY_KINDS:
+        return f"{kind}:{name.strip(' ')}"
+    return key
+
+
 def normalize_groups(groups):
-    """Groups with every value stored as a string, as Cyborg stores them."""
-    return [{key.strip(): str(value) for key, value in group.items()}
-            for group in groups]
+    """Groups with normalised keys and every value a string, as Cyborg
+    stores them.
+
+    :raises Invalid: when two keys of one group normalise to the same key
+        (Cyborg keeps the last one silently).
+    """
+    normalized = []
+    for index, group in enumerate(groups):
+        result = {}
+        for key, value in group.items():
+            standard = normalize_key(key)
+            if standard in result:
+                raise exception.Invalid(
+                    reason=f"body[0].groups[{index}]: keys {key!r} and "
+                           f"another both mean {standard!r}")
+            result[standard] = str(value)
+        normalized.append(result)
+    return normalized
 
 
 def group_amount(group):

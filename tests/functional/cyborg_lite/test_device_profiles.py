@@ -77,6 +77,39 @@ def test_custom_resource_class_and_whitespace_are_accepted(cyborg):
     assert response.status_code == 201
 
 
+def test_keys_are_stored_and_returned_as_cyborg_normalises_them(cyborg):
+    """A profile exported from Cyborg (or typed from its docs) with spaces
+    around the names after the colon is recreated with its uuid and read
+    back, everywhere, in the normalised form real Cyborg stores."""
+    dp_uuid = str(uuid.uuid4())
+    response = _post(cyborg, [{"name": "spaced", "uuid": dp_uuid, "groups": [
+        {"resources: CUSTOM_ACCELERATOR_FOO ": "1",
+         "trait: CUSTOM_X ": "forbidden",
+         "accel: function_id": "abc"}]}])
+    assert response.status_code == 201, response.get_json()
+    expected = [{"resources:CUSTOM_ACCELERATOR_FOO": "1",
+                 "trait:CUSTOM_X": "forbidden", "accel:function_id": "abc"}]
+    assert response.get_json()["groups"] == expected
+    assert response.get_json()["uuid"] == dp_uuid
+    listed = cyborg.client.get(DPS + "?name=spaced", headers=NOVA).get_json()
+    assert listed["device_profiles"][0]["groups"] == expected
+    shown = cyborg.client.get(f"{DPS}/{dp_uuid}", headers=MEMBER).get_json()
+    assert shown["device_profile"]["groups"] == expected
+    # What Nova builds its Placement request groups from.
+    from accel_tools import request_groups
+    group, = request_groups.request_groups(
+        listed["device_profiles"][0]["groups"])
+    assert group.resources == {"CUSTOM_ACCELERATOR_FOO": 1}
+    assert group.forbidden_traits == {"CUSTOM_X"}
+
+
+def test_two_keys_meaning_the_same_are_400(cyborg):
+    response = _post(cyborg, [{"name": "twice", "groups": [
+        {"resources:FPGA": "1", "resources: FPGA": "2"}]}])
+    assert response.status_code == 400
+    assert "'resources:FPGA'" in fault(response)
+
+
 def test_duplicate_name_is_409(cyborg):
     body = [{"name": "dup", "groups": [{"resources:FPGA": "1"}]}]
     assert _post(cyborg, body).status_code == 201
