@@ -85,6 +85,14 @@ class NotAcceptable(CyborgLiteException):
     msg_fmt = "%(reason)s"
 
 
+class VersionNotAcceptable(NotAcceptable):
+    """A microversion header refused by the version layer: answered, as
+    real Cyborg's webob layer answers it, with ``code``/``title``/
+    ``description`` inside ``error_message`` instead of WSME's fault."""
+
+    msg_fmt = "%(reason)s"
+
+
 class Conflict(CyborgLiteException):
     code = 409
     msg_fmt = "Conflict: %(reason)s"

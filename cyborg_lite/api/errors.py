@@ -15,9 +15,11 @@
 
 ``{"error_message": "<JSON of {faultcode, faultstring, debuginfo}>"}``, the
 double encoding real Cyborg (WSME) produces, which openstacksdk and
-python-cyborgclient decode.
+python-cyborgclient decode; microversion errors carry ``{code, title,
+description}`` there instead, as Cyborg's version layer answers them.
 """
 
+import http
 import json
 
 import flask
@@ -36,8 +38,17 @@ def envelope(status, message):
     return {"error_message": json.dumps(fault)}
 
 
-def _response(status, message, headers=None):
-    response = flask.jsonify(envelope(status, message))
+def webob_envelope(status, message):
+    """The body real Cyborg's version layer (webob, below WSME) answers
+    with: ``code``, ``title`` and ``description`` inside ``error_message``.
+    """
+    fault = {"code": status, "title": http.HTTPStatus(status).phrase,
+             "description": message}
+    return {"error_message": json.dumps(fault)}
+
+
+def _response(status, message, headers=None, shape=envelope):
+    response = flask.jsonify(shape(status, message))
     response.status_code = status
     for name, value in (headers or {}).items():
         response.headers[name] = value
@@ -46,6 +57,9 @@ def _response(status, message, headers=None):
 
 def handle(error):
     """Turn any exception raised while serving a request into a response."""
+    if isinstance(error, exception.VersionNotAcceptable):
+        return _response(error.code, error.message, error.headers,
+                         shape=webob_envelope)
     if isinstance(error, exception.CyborgLiteException):
         if error.code >= 500:
             LOG.error("%s", error.message)

@@ -16,6 +16,7 @@
 History for people: ``rest_api_version_history.rst`` next to this module.
 """
 
+import microversion_parse
 from oslo_log import log as logging
 
 from cyborg_lite import exception
@@ -58,45 +59,44 @@ MIN_VERSION = Version(VERSIONS[0])
 MAX_VERSION = Version(VERSIONS[-1])
 
 
-def _not_acceptable(value):
-    return exception.NotAcceptable(
-        reason=f"Version {value!r} is not supported by the API. Minimum is "
-               f"{MIN_VERSION} and maximum is {MAX_VERSION}.")
+RANGE = f"The supported version range is: [{MIN_VERSION}, {MAX_VERSION}]."
 
 
 def parse(header_value):
-    """The microversion a request asks for.
+    """The microversion a request asks for, parsed as Cyborg 17 parses it.
 
-    Accepts ``accelerator 2.N``, the bare ``2.N`` (logged, as real Cyborg
-    does), ``latest`` in either form, and a comma-separated list naming
-    several services. No value (or none for this service) means 2.0.
+    ``accelerator 2.N`` (found by microversion_parse among the services a
+    header names), else the whole header as a bare ``2.N`` (logged);
+    ``latest`` in either form; no header means 2.0.
 
-    :raises NotAcceptable: for a version outside 2.0-2.3 or one that does
-        not parse.
+    :raises VersionNotAcceptable: for a value that does not parse (a header
+        naming only other services included, as in Cyborg) or a version
+        outside 2.0-2.3, with Cyborg's texts.
     """
     if not header_value or not header_value.strip():
         return MIN_VERSION
-    chosen = None
-    for item in header_value.split(","):
-        words = item.split()
-        if len(words) == 2 and words[0].lower() == SERVICE_TYPE:
-            chosen = words[1]
-        elif len(words) == 1 and chosen is None:
-            LOG.debug("Bare microversion %r in %s; read as accelerator",
-                      words[0], HEADER)
-            chosen = words[0]
-        elif len(words) not in (1, 2):
-            raise _not_acceptable(item.strip())
+    chosen = microversion_parse.get_version({HEADER: header_value},
+                                            service_type=SERVICE_TYPE)
     if chosen is None:
-        return MIN_VERSION
-    if chosen.lower() == "latest":
+        LOG.debug("%s %r names no %s version; read as a bare version",
+                  HEADER, header_value, SERVICE_TYPE)
+        chosen = header_value
+    if chosen.strip().lower() == "latest":
         return MAX_VERSION
     try:
-        version = Version(chosen)
-    except ValueError:
-        raise _not_acceptable(chosen)
+        parsed = microversion_parse.parse_version_string(chosen)
+    except TypeError:
+        raise exception.VersionNotAcceptable(
+            f"Invalid value for {HEADER} header")
+    version = Version(f"{parsed.major}.{parsed.minor}")
+    if version[0] != MIN_VERSION[0]:
+        raise exception.VersionNotAcceptable(
+            f"Mutually exclusive versions requested. Version {version} "
+            f"requested but not supported by this service. {RANGE}")
     if not version.matches(MIN_VERSION, MAX_VERSION):
-        raise _not_acceptable(chosen)
+        raise exception.VersionNotAcceptable(
+            f"Version {version} was requested but the minor version is not "
+            f"supported by this service. {RANGE}")
     return version
 
 

@@ -82,12 +82,15 @@ def test_device_profile_commands(cli):
     assert (shown["name"], shown["uuid"]) == (name, profile_uuid)
     assert shown["groups"] == created["groups"]
 
-    # By name needs microversion 2.2; the CLI sends 2.0 unless told.
-    by_name = cli("device", "profile", "show", name, "-f", "json",
-                  api_version="2.2")
-    assert by_name["uuid"] == profile_uuid
-    result = cli("device", "profile", "show", name, expect_ok=False)
-    assert "microversion 2.2" in result.stderr, result.stderr
+    # By name: the CLI sends 2.0 unless told; both work.
+    for api_version in (None, "2.2"):
+        by_name = cli("device", "profile", "show", name, "-f", "json",
+                      api_version=api_version)
+        assert by_name["uuid"] == profile_uuid
+        assert by_name["groups"] == created["groups"]
+    result = cli("device", "profile", "show", "no-such-profile",
+                 expect_ok=False)
+    assert "no-such-profile" in result.stderr, result.stderr
 
     cli("device", "profile", "delete", profile_uuid)
     assert name not in [p["name"] for p in cli("device", "profile", "list",

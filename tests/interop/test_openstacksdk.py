@@ -60,6 +60,10 @@ def test_device_profile_and_arq_life_cycle(server, fresh_inventory, mount):
     assert name in [p.name for p in acc.device_profiles()]
     fetched = acc.get_device_profile(profile.id)
     assert (fetched.name, fetched.groups) == (name, groups)
+    # What ``openstack accelerator device profile show NAME`` calls, with
+    # no microversion.
+    by_name = acc.get_device_profile(name)
+    assert (by_name.uuid, by_name.groups) == (profile.uuid, groups)
 
     arq = acc.create_accelerator_request(device_profile_name=name)
     assert arq.state == "Initial"

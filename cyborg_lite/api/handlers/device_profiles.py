@@ -18,11 +18,9 @@ import flask
 from cyborg_lite import exception
 from cyborg_lite import policy
 from cyborg_lite.api import common
-from cyborg_lite.api import microversion
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
-from cyborg_lite.db import engine as db_engine
 
 
 def serialize(profile):
@@ -54,14 +52,14 @@ def list_profiles():
 
 
 def show(ident):
-    """GET /v2/device_profiles/{uuid} (or {name} from 2.2)."""
+    """GET /v2/device_profiles/{uuid or name}.
+
+    Names work at every microversion, not only from 2.2 as in Cyborg: the
+    unchanged ``openstack accelerator device profile show NAME`` sends 2.0
+    and has no fallback to listing by name (doc/source/reference/api.rst).
+    """
     svc = _authorize("get_one")
     common.query(())
-    if not db_engine.is_uuid_like(ident) and common.version() < \
-            microversion.Version("2.2"):
-        raise exception.NotAcceptable(
-            reason=f"Getting a device profile by name ({ident!r}) needs "
-                   "microversion 2.2 or later.")
     profile = profile_db.get(svc.db, ident)
     return flask.jsonify({"device_profile": serialize(profile)})
 

@@ -134,18 +134,25 @@ def test_list_by_name_returns_exactly_that_profile(cyborg):
     assert names == ["a", "c"]
 
 
-def test_get_by_uuid_is_wrapped_and_by_name_needs_2_2(cyborg):
+def test_get_by_uuid_or_name_is_wrapped_at_every_microversion(cyborg):
+    """Real Cyborg answers a name below 2.2 with 406; the unchanged CLI
+    (which sends 2.0 and has no find fallback) then cannot show a profile
+    by name. cyborg_lite answers names at every microversion."""
     profile = cyborg.create_profile([{"resources:FPGA": "1"}], name="n")
     response = cyborg.client.get(f"{DPS}/{profile['uuid']}", headers=NOVA)
     assert response.get_json() == {"device_profile": profile}
-    assert cyborg.client.get(f"{DPS}/n", headers=NOVA).status_code == 406
-    response = cyborg.client.get(f"{DPS}/n",
-                                 headers=headers(service=True,
-                                                 version="2.2"))
-    assert response.status_code == 200
-    assert response.get_json()["device_profile"]["uuid"] == profile["uuid"]
-    assert cyborg.client.get(f"{DPS}/{uuid.uuid4()}",
-                             headers=NOVA).status_code == 404
+    for version in (None, "2.0", "2.1", "2.2", "2.3"):
+        response = cyborg.client.get(
+            f"{DPS}/n", headers=headers(service=True, version=version))
+        assert response.status_code == 200, version
+        assert response.get_json() == {"device_profile": profile}
+    for missing in (str(uuid.uuid4()), "no-such-profile"):
+        for version in ("2.0", "2.2"):
+            response = cyborg.client.get(
+                f"{DPS}/{missing}", headers=headers(service=True,
+                                                    version=version))
+            assert response.status_code == 404
+            assert missing in fault(response)
 
 
 def test_delete_by_uuid_names_and_value(cyborg):

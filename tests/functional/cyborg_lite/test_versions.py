@@ -52,9 +52,10 @@ def test_v2_document_is_bare_with_version_headers(cyborg):
     ("accelerator 2.2", "accelerator 2.2"),
     ("2.1", "accelerator 2.1"),
     ("accelerator latest", "accelerator 2.3"),
+    ("Accelerator LATEST", "accelerator 2.3"),
     ("latest", "accelerator 2.3"),
     ("compute 2.80, accelerator 2.3", "accelerator 2.3"),
-    ("compute 2.80", "accelerator 2.0"),
+    ("accelerator 02.1", "accelerator 2.1"),
 ])
 def test_accepted_microversions(cyborg, header, expected):
     response = cyborg.client.get("/v2/device_profiles", headers={
@@ -63,16 +64,43 @@ def test_accepted_microversions(cyborg, header, expected):
     assert response.headers["OpenStack-API-Version"] == expected
 
 
-@pytest.mark.parametrize("header", ["accelerator 2.4", "accelerator 3.0",
-                                    "accelerator 1.9", "accelerator two",
-                                    "accelerator 2", "a b c"])
-def test_unsupported_microversions_get_406(cyborg, header):
-    response = cyborg.client.get("/v2/device_profiles", headers={
-        **MEMBER, "OpenStack-API-Version": header})
-    assert response.status_code == 406
-    fault = json.loads(response.get_json()["error_message"])
-    assert fault["faultcode"] == "Client"
-    assert "2.3" in fault["faultstring"]
+RANGE = "The supported version range is: [2.0, 2.3]."
+
+
+# The descriptions real Cyborg 17 answers with (recorded against it with
+# Accept: application/json, as openstacksdk sends).
+@pytest.mark.parametrize("header, description", [
+    ("accelerator 2.9", "Version 2.9 was requested but the minor version "
+                        "is not supported by this service. " + RANGE),
+    ("2.4", "Version 2.4 was requested but the minor version is not "
+            "supported by this service. " + RANGE),
+    ("accelerator 3.0", "Mutually exclusive versions requested. Version 3.0 "
+                        "requested but not supported by this service. "
+                        + RANGE),
+    ("accelerator 1.9", "Mutually exclusive versions requested. Version 1.9 "
+                        "requested but not supported by this service. "
+                        + RANGE),
+    ("accelerator two", "Invalid value for OpenStack-API-Version header"),
+    ("accelerator 2.x", "Invalid value for OpenStack-API-Version header"),
+    ("accelerator 2", "Invalid value for OpenStack-API-Version header"),
+    ("compute 2.80", "Invalid value for OpenStack-API-Version header"),
+    ("a b c", "Invalid value for OpenStack-API-Version header"),
+])
+def test_unsupported_microversions_get_406_in_cyborgs_shape(cyborg, header,
+                                                            description):
+    for path in ("/v2/device_profiles", "/v2"):
+        response = cyborg.client.get(path, headers={
+            **MEMBER, "OpenStack-API-Version": header})
+        assert response.status_code == 406
+        fault = json.loads(response.get_json()["error_message"])
+        assert fault == {"code": 406, "title": "Not Acceptable",
+                         "description": description}
+
+
+def test_version_errors_leave_the_root_document_alone(cyborg):
+    response = cyborg.client.get("/", headers={
+        "OpenStack-API-Version": "accelerator 2.9"})
+    assert response.status_code == 200
 
 
 def test_errors_use_cyborg_envelope(cyborg):

@@ -22,16 +22,17 @@ from cyborg_lite.api import microversion
 @pytest.mark.parametrize("value, expected", [
     (None, "2.0"), ("", "2.0"), ("accelerator 2.1", "2.1"), ("2.2", "2.2"),
     ("latest", "2.3"), ("Accelerator LATEST", "2.3"),
-    ("compute 2.1", "2.0"), ("compute 2.1, accelerator 2.3", "2.3"),
+    ("compute 2.1, accelerator 2.3", "2.3"), ("accelerator 02.1", "2.1"),
 ])
 def test_parse_accepts(value, expected):
     assert str(microversion.parse(value)) == expected
 
 
 @pytest.mark.parametrize("value", ["accelerator 2.4", "3.0", "1.0", "2",
-                                   "accelerator x.y", "one two three"])
+                                   "accelerator x.y", "one two three",
+                                   "compute 2.1"])
 def test_parse_refuses_with_406(value):
-    with pytest.raises(exception.NotAcceptable) as info:
+    with pytest.raises(exception.VersionNotAcceptable) as info:
         microversion.parse(value)
     assert info.value.code == 406
 
