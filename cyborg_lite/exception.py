@@ -93,6 +93,14 @@ class VersionNotAcceptable(NotAcceptable):
     msg_fmt = "%(reason)s"
 
 
+class SchemaNotCurrent(CyborgLiteException):
+    """The database's schema is not the one this code needs
+    (:mod:`cyborg_lite.db.schema` words the message)."""
+
+    code = 503
+    msg_fmt = "%(reason)s"
+
+
 class Conflict(CyborgLiteException):
     code = 409
     msg_fmt = "Conflict: %(reason)s"

@@ -71,13 +71,16 @@ class Periodics:
     :param programmer: the process's
         :class:`~cyborg_lite.programming.programmer.Programmer`.
     :param notifier: the :class:`~cyborg_lite.notifier.NovaNotifier`.
+    :param schema: a :class:`~cyborg_lite.db.schema.Guard`: passes wait
+        (one log line each) until the schema is current.
     """
 
-    def __init__(self, conf, db, programmer, notifier=None):
+    def __init__(self, conf, db, programmer, notifier=None, schema=None):
         self.conf = conf
         self.db = db
         self.programmer = programmer
         self.notifier = notifier
+        self.schema = schema
         self._stop = threading.Event()
         self._threads = []
 
@@ -126,7 +129,12 @@ class Periodics:
             return
         while not self._stop.is_set():
             try:
-                task.run()
+                problem = self.schema and self.schema.problem()
+                if problem:
+                    LOG.error("%s skipped; trying again in %s s: %s",
+                              task.title, task.interval, problem)
+                else:
+                    task.run()
             except Exception:
                 LOG.exception("%s pass failed; trying again in %s s",
                               task.title, task.interval)

@@ -11,14 +11,35 @@
 # under the License.
 
 
-"""Configuration and logging set-up shared by the console scripts."""
+"""Configuration and logging set-up shared by every command.
+
+Every command (``cyborg-lite-api``, ``cyborg-lite-agent``,
+``cyborg-lite-manage``) and the WSGI application find their configuration
+the same way, here:
+
+1. ``--config-file`` / ``--config-dir`` when given on the command line;
+2. else ``CYBORG_LITE_CONFIG``: a file, a directory of ``*.conf`` files,
+   or several of either separated by commas;
+3. else oslo.config's default search (``~/.cyborg_lite/``, ``~/``,
+   ``/etc/cyborg_lite/``, ``/etc/`` for ``cyborg_lite.conf``).
+
+Each logs at start which files it read and which database it uses.
+"""
+
+import glob
+import os
 
 from oslo_config import cfg
 from oslo_log import log
+from sqlalchemy.engine import url as sa_url
 
 from cyborg_lite import conf as conf_mod
 
 PROJECT = "cyborg_lite"
+#: the environment variable naming the configuration (see module doc).
+CONFIG_ENV = "CYBORG_LITE_CONFIG"
+
+LOG = log.getLogger(__name__)
 
 
 def new_conf():
@@ -29,14 +50,91 @@ def new_conf():
     return conf
 
 
-def prepare(argv, conf=None, default_config_files=None,
-            setup_logging=True):
-    """Parse ``argv`` (and config files) into ``conf`` and set up logging.
+def _names_config(argv):
+    return any(arg in ("--config-file", "--config-dir")
+               or arg.startswith(("--config-file=", "--config-dir="))
+               for arg in argv)
 
+
+def config_from_environment(environ=None):
+    """``(files, dirs)`` named by ``CYBORG_LITE_CONFIG``, or None.
+
+    :raises SystemExit: when it names something that does not exist, so a
+        typo never silently falls back to another configuration.
+    """
+    value = (environ if environ is not None else os.environ).get(CONFIG_ENV)
+    if not value or not value.strip():
+        return None
+    files, dirs = [], []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        if os.path.isdir(item):
+            dirs.append(item)
+        elif os.path.isfile(item):
+            files.append(item)
+        else:
+            raise SystemExit(f"{CONFIG_ENV} names {item!r}, which is neither "
+                             f"a file nor a directory.")
+    return files, dirs
+
+
+def masked_database_url(conf):
+    """``[database] connection`` with its password hidden."""
+    try:
+        return sa_url.make_url(conf.database.connection).render_as_string(
+            hide_password=True)
+    except Exception:
+        return "<unparsable [database] connection>"
+
+
+def database_configured(conf):
+    """True when the configuration sets ``[database] connection``."""
+    location = conf.get_location("connection", "database")
+    return location is not None and (
+        location.location != cfg.Locations.opt_default)
+
+
+def describe(conf, database_optional=False):
+    """One line: the configuration files read and the database used.
+
+    :param database_optional: the command uses a database only when the
+        configuration names one (the agent).
+    """
+    read = list(conf.config_file or ())
+    for directory in conf.config_dir or ():
+        read += sorted(glob.glob(os.path.join(directory, "*.conf")))
+    files = ", ".join(read) if read else "none (built-in defaults)"
+    line = f"configuration files: {files}"
+    if "database" in conf:
+        if database_optional and not database_configured(conf):
+            line += "; database: none"
+        else:
+            line += f"; database: {masked_database_url(conf)}"
+    return line
+
+
+def prepare(argv, conf=None, default_config_files=None,
+            setup_logging=True, prog=None, database_optional=False):
+    """Parse ``argv`` and the configuration files into ``conf``, set up
+    logging and log what was read (see the module doc for the order).
+
+    :param default_config_files: files to read when neither the command
+        line nor the environment names any (tests); None: oslo.config's
+        default search.
     :returns: the parsed ConfigOpts.
     """
     conf = conf or new_conf()
-    conf(argv, project=PROJECT, default_config_files=default_config_files)
+    default_config_dirs = None
+    if not _names_config(argv):
+        named = config_from_environment()
+        if named is not None:
+            default_config_files, default_config_dirs = named
+    conf(argv, project=PROJECT, prog=prog,
+         default_config_files=default_config_files,
+         default_config_dirs=default_config_dirs)
     if setup_logging:
         log.setup(conf, PROJECT)
+    LOG.info("%s: %s", prog or conf.prog or PROJECT,
+             describe(conf, database_optional))
     return conf

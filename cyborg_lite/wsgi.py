@@ -12,13 +12,14 @@
 
 
 """WSGI entry point: ``cyborg_lite.wsgi:application`` (gunicorn, uWSGI,
-mod_wsgi). The configuration file comes from ``CYBORG_LITE_CONFIG`` or
-``--config-file`` on the server's command line; the schema must already be
-synced (``cyborg-lite-manage db sync``). No state lives in the process, so
-run as many workers as you like.
+mod_wsgi). The configuration is found as every command finds it
+(:mod:`cyborg_lite.service`): ``--config-file``/``--config-dir`` on the
+server's command line, else ``CYBORG_LITE_CONFIG``, else the default
+search; the schema must already be synced (``cyborg-lite-manage db sync``;
+until then the API answers 503 saying so). No state lives in the process,
+so run as many workers as you like.
 """
 
-import os
 import sys
 import threading
 
@@ -27,22 +28,22 @@ from cyborg_lite.api import app as app_mod
 
 
 def _config_args(argv):
+    """The ``--config-file``/``--config-dir`` options among the WSGI
+    server's own arguments."""
     args = []
     for index, arg in enumerate(argv):
-        if arg == "--config-file" and index + 1 < len(argv):
+        if arg in ("--config-file", "--config-dir") and index + 1 < len(
+                argv):
             args += [arg, argv[index + 1]]
-        elif arg.startswith("--config-file="):
+        elif arg.startswith(("--config-file=", "--config-dir=")):
             args.append(arg)
     return args
 
 
 def init_application(argv=None):
-    """Build the WSGI application from the environment's configuration."""
+    """Build the WSGI application from the configuration."""
     args = _config_args(sys.argv[1:] if argv is None else argv)
-    path = os.environ.get("CYBORG_LITE_CONFIG")
-    if path:
-        args = ["--config-file", path] + args
-    conf = service.prepare(args, default_config_files=[] if args else None)
+    conf = service.prepare(args, prog="cyborg-lite-wsgi-api")
     return app_mod.create_app(conf)
 
 

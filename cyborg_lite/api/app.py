@@ -20,6 +20,7 @@ import flask
 from oslo_log import log as logging
 
 from cyborg_lite import context as context_mod
+from cyborg_lite import exception
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import policy
@@ -28,6 +29,7 @@ from cyborg_lite.api import errors
 from cyborg_lite.api import microversion
 from cyborg_lite.api import routes
 from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import schema as schema_mod
 from cyborg_lite.programming import programmer as programmer_mod
 
 LOG = logging.getLogger(__name__)
@@ -52,6 +54,9 @@ class Services:
     #: the process's background work (:class:`cyborg_lite.periodics.
     #: Periodics`), when the app started it.
     periodics: typing.Any = None
+    #: whether the database's schema is current
+    #: (:class:`cyborg_lite.db.schema.Guard`).
+    schema: typing.Any = None
 
     def stop(self):
         """Stop the background work and wait for the programming runs."""
@@ -61,17 +66,27 @@ class Services:
             self.programmer.stop()
 
 
+#: paths whose answer needs no database (the version documents).
+_NO_DATABASE = ("/", "/v2")
+
+
 def _before_request():
+    svc = common.services()
     flask.g.context = context_mod.from_environ(flask.request.environ,
-                                               common.services().conf)
+                                               svc.conf)
     flask.g.version = None
     path = flask.request.path
     if path.startswith(common.PREFIX):
         path = path[len(common.PREFIX):] or "/"
+    path = path.rstrip("/") or "/"
     flask.g.is_v2 = path.startswith("/v2")
     if flask.g.is_v2:
         flask.g.version = microversion.parse(
             flask.request.headers.get(microversion.HEADER))
+    if path not in _NO_DATABASE:
+        problem = svc.schema.problem()
+        if problem is not None:
+            raise exception.SchemaNotCurrent(reason=problem)
 
 
 def _after_request(response):
@@ -120,11 +135,13 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     :returns: a Flask app (a WSGI application).
     """
     db = db or db_engine.Database.from_conf(conf)
+    guard = schema_mod.Guard(db.engine)
     notifier = notifier or notifier_mod.NovaNotifier(conf, db)
     periodics = None
     if programmer is DEFAULT:
         programmer = programmer_mod.Programmer(conf, db, notifier=notifier)
-        periodics = periodics_mod.Periodics(conf, db, programmer, notifier)
+        periodics = periodics_mod.Periodics(conf, db, programmer, notifier,
+                                            schema=guard)
         periodics.start()
     elif programmer is not None and programmer.notifier is None:
         programmer.notifier = notifier
@@ -133,7 +150,8 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     app.url_map.strict_slashes = False
     app.extensions["cyborg_lite"] = Services(
         conf=conf, db=db, enforcer=policy.make_enforcer(conf),
-        notifier=notifier, programmer=programmer, periodics=periodics)
+        notifier=notifier, programmer=programmer, periodics=periodics,
+        schema=guard)
 
     # Middleware, innermost first: identity and microversion per request,
     # version headers on /v2 replies, one error handler for everything.

@@ -16,10 +16,34 @@ import sys
 
 from oslo_config import cfg
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 
+from cyborg_lite import service as cyborg_service
 from cyborg_lite.agent import service
 from cyborg_lite.conf import agent as agent_conf
 from cyborg_lite.conf import clients as clients_conf
+from cyborg_lite.conf import database as database_conf
+from cyborg_lite.db import schema
+
+LOG = logging.getLogger(__name__)
+
+
+def _check_schema(conf):
+    """Refuse to start on a database behind the code, when this host's
+    configuration names one (a host running the API too shares its file);
+    an agent alone holds no database connection and checks nothing."""
+    if not cyborg_service.database_configured(conf):
+        return
+    try:
+        problem = schema.Guard.from_conf(conf).problem()
+    except sa_exc.SQLAlchemyError as error:
+        reason = str(error.orig if getattr(error, "orig", None) else error)
+        raise SystemExit(
+            f"cyborg-lite-agent: cannot read the schema of the database "
+            f"{cyborg_service.masked_database_url(conf)}: "
+            f"{reason.splitlines()[0]}")
+    if problem is not None:
+        raise SystemExit(f"cyborg-lite-agent: {problem}")
 
 
 def main(argv=None):
@@ -27,10 +51,12 @@ def main(argv=None):
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
     clients_conf.register_opts(conf)
+    database_conf.register_opts(conf)
     logging.register_options(conf)
-    conf(sys.argv[1:] if argv is None else argv, project="cyborg_lite",
-         prog="cyborg-lite-agent")
-    logging.setup(conf, "cyborg_lite")
+    cyborg_service.prepare(sys.argv[1:] if argv is None else argv,
+                           conf=conf, prog="cyborg-lite-agent",
+                           database_optional=True)
+    _check_schema(conf)
     service.run(conf)
     return 0
 

@@ -26,7 +26,8 @@ from cyborg_lite.api import app as app_mod
 
 def main(argv=None):
     """Serve the API until interrupted."""
-    conf = service.prepare(sys.argv[1:] if argv is None else argv)
+    conf = service.prepare(sys.argv[1:] if argv is None else argv,
+                           prog="cyborg-lite-api")
     app = app_mod.create_app(conf)
     serving.run_simple(conf.api.host, conf.api.port, app, threaded=True)
 

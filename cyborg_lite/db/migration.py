@@ -47,3 +47,9 @@ def head():
     """The newest revision shipped with this code."""
     directory = alembic_script.ScriptDirectory(_SCRIPT_LOCATION)
     return directory.get_current_head()
+
+
+def known():
+    """Every revision shipped with this code."""
+    directory = alembic_script.ScriptDirectory(_SCRIPT_LOCATION)
+    return {script.revision for script in directory.walk_revisions()}

@@ -48,6 +48,7 @@ def main(argv=None):
     conf = service.new_conf()
     conf.register_cli_opt(cfg.SubCommandOpt(
         "command", title="Commands", handler=add_command_parsers))
-    service.prepare(sys.argv[1:] if argv is None else argv, conf=conf)
+    service.prepare(sys.argv[1:] if argv is None else argv, conf=conf,
+                    prog="cyborg-lite-manage")
     code = conf.command.func(conf, conf.command)
     sys.exit(code)

@@ -12,16 +12,27 @@
 
 """``cyborg-lite-manage db sync``: create or upgrade the schema."""
 
+from cyborg_lite import service
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import migration
 
 
 def db_sync(conf, args):
-    """Create or upgrade the schema."""
+    """Create or upgrade the schema; print which database and where it
+    started and ended."""
     db = db_engine.Database.from_conf(conf)
-    db.sync()
-    print(f"Database schema is at the newest revision "
-          f"({migration.current(db.engine)}).")
+    try:
+        before = migration.current(db.engine)
+        db.sync()
+        after = migration.current(db.engine)
+    finally:
+        db.dispose()
+    where = service.masked_database_url(conf)
+    if before == after:
+        print(f"{where}: schema already at the newest revision ({after}).")
+    else:
+        print(f"{where}: schema migrated from {before or 'empty'} to the "
+              f"newest revision ({after}).")
     return 0
 
 

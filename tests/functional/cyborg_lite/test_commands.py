@@ -26,6 +26,7 @@ from cyborg_lite import wsgi
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import migration
 from tests.fixtures.cyborg import EXAMPLE_INVENTORY
 
 
@@ -94,6 +95,77 @@ def test_console_script_runs_from_the_installed_entry_point(tmp_path,
                             timeout=60)
     assert result.returncode == 0, result.stderr
     assert "newest revision" in result.stdout
+
+
+def _script(name):
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def test_every_command_finds_the_configuration_in_the_environment(
+        tmp_path, monkeypatch):
+    """CYBORG_LITE_CONFIG=F cyborg-lite-manage db sync migrates F's
+    database (not the default one), says which, and the WSGI application
+    built from the same variable serves from it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    state = tmp_path / "state"
+    config = tmp_path / "from-env.conf"
+    config.write_text(f"[DEFAULT]\nstate_path = {state}\n"
+                      "[oslo_policy]\npolicy_file = none.yaml\n")
+    env = dict(os.environ, CYBORG_LITE_CONFIG=str(config), HOME=str(home))
+    result = subprocess.run([_script("cyborg-lite-manage"), "db", "sync"],
+                            capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    database = f"sqlite:///{state}/cyborg_lite.sqlite"
+    output = result.stdout + result.stderr
+    assert result.stdout.strip().splitlines()[-1] == (
+        f"{database}: schema migrated from empty to the newest revision "
+        f"({migration.head()}).")
+    assert f"configuration files: {config}; database: {database}" in output
+    assert not (home / ".cyborg_lite").exists()
+
+    again = subprocess.run([_script("cyborg-lite-manage"), "db", "sync"],
+                           capture_output=True, text=True, timeout=60,
+                           env=env)
+    assert "schema already at the newest revision" in again.stdout
+
+    monkeypatch.setenv("CYBORG_LITE_CONFIG", str(config))
+    app = wsgi.init_application(argv=[])
+    assert app.test_client().get("/v2/device_profiles").status_code == 200
+
+
+def test_command_line_wins_and_a_missing_file_is_refused(tmp_path):
+    named = tmp_path / "named.conf"
+    named.write_text(f"[DEFAULT]\nstate_path = {tmp_path / 'named'}\n")
+    env = dict(os.environ, CYBORG_LITE_CONFIG=str(tmp_path / "typo.conf"),
+               HOME=str(tmp_path))
+    result = subprocess.run([_script("cyborg-lite-manage"), "db", "sync"],
+                            capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.returncode != 0
+    assert f"CYBORG_LITE_CONFIG names '{tmp_path}/typo.conf'" in (
+        result.stdout + result.stderr)
+    assert not (tmp_path / ".cyborg_lite").exists()
+    result = subprocess.run([_script("cyborg-lite-manage"), "--config-file",
+                             str(named), "db", "sync"],
+                            capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"{tmp_path}/named/cyborg_lite.sqlite" in result.stdout
+
+
+def test_logs_mask_the_database_password(tmp_path, capsys):
+    config = tmp_path / "secret.conf"
+    config.write_text("[database]\nconnection = mysql+pymysql://cyborg:"
+                      "s3cr3t-pw@127.0.0.1/cyborg_lite\n")
+    result = subprocess.run(
+        [_script("cyborg-lite-agent"), "--config-file", str(config)],
+        capture_output=True, text=True, timeout=60,
+        env=dict(os.environ, HOME=str(tmp_path)))
+    assert "s3cr3t-pw" not in result.stderr + result.stdout
+    assert "mysql+pymysql://cyborg:***@127.0.0.1/cyborg_lite" in (
+        result.stdout + result.stderr)
 
 
 def test_wsgi_application_reads_config_from_environment(
