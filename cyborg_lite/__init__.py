@@ -23,5 +23,8 @@ warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 
 from oslo_service import backend as _oslo_service_backend  # noqa: E402
 
-_oslo_service_backend.init_backend(
-    _oslo_service_backend.BackendType.THREADING)
+try:
+    _oslo_service_backend.init_backend(
+        _oslo_service_backend.BackendType.THREADING)
+except _oslo_service_backend.exceptions.BackendAlreadySelected:
+    pass  # a tool that loaded oslo.service first (config generators) chose

@@ -15,6 +15,8 @@
 
 from oslo_context import context
 
+from cyborg_lite.conf import api as api_conf
+
 #: Keystone's default implied roles; noauth expands them the same way so
 #: ``X-Roles: admin`` also satisfies ``role:reader`` rules.
 _IMPLIED = {"admin": ("member", "manager", "reader"),
@@ -58,7 +60,7 @@ def from_environ(environ, conf):
     request acts as ``[noauth] default_project_id`` with the default roles.
     """
     ctx = RequestContext.from_environ(
-        environ, service_token_roles=conf.api.service_token_roles)
+        environ, service_token_roles=api_conf.service_token_roles(conf))
     if conf.auth_strategy == "noauth":
         identity = ("HTTP_X_PROJECT_ID", "HTTP_X_USER_ID", "HTTP_X_ROLES",
                     "HTTP_X_SERVICE_ROLES", "HTTP_X_TENANT_ID")

@@ -26,8 +26,10 @@ from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import errors
+from cyborg_lite.api import health
 from cyborg_lite.api import microversion
 from cyborg_lite.api import routes
+from cyborg_lite.conf import api as api_conf
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import schema as schema_mod
 from cyborg_lite.programming import programmer as programmer_mod
@@ -134,6 +136,7 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         default a :class:`cyborg_lite.notifier.NovaNotifier` from ``[nova]``.
     :returns: a Flask app (a WSGI application).
     """
+    api_conf.service_token_roles(conf)  # refuse to start on a conflict
     db = db or db_engine.Database.from_conf(conf)
     guard = schema_mod.Guard(db.engine)
     notifier = notifier or notifier_mod.NovaNotifier(conf, db)
@@ -165,4 +168,6 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
 
     if conf.auth_strategy == "keystone":
         app.wsgi_app = _keystone(app, conf)
+    app.wsgi_app = health.wrap(app.wsgi_app, conf,
+                               app.extensions["cyborg_lite"])
     return app

@@ -12,8 +12,10 @@
 
 """API service options: [DEFAULT] auth_strategy, [api], [noauth]."""
 
+from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
 from oslo_config import cfg
+from oslo_middleware import opts as middleware_opts
 
 default_opts = [
     cfg.StrOpt("auth_strategy", default="noauth",
@@ -37,12 +39,16 @@ api_opts = [
     cfg.PortOpt("port", default=6666,
                 help="Port of the development server; 6666 is Cyborg's "
                      "standalone port."),
-    cfg.ListOpt("service_token_roles", default=["service"],
-                help="Roles of a service token (X-Service-Roles) that make "
-                     "a request a service request. Bind, unbind, "
-                     "delete-by-instance and deleting a bound ARQ need one "
-                     "(the CVE-2026-40214 checks), as in real Cyborg's "
-                     "[keystone_authtoken] service_token_roles."),
+    cfg.ListOpt("service_token_roles", default=None,
+                deprecated_for_removal=True,
+                deprecated_reason="The roles of a service token are set "
+                                  "once, in keystonemiddleware's "
+                                  "[keystone_authtoken] service_token_roles, "
+                                  "which cyborg_lite reads too.",
+                help="Deprecated: set [keystone_authtoken] "
+                     "service_token_roles instead. When set, it must equal "
+                     "that option (the service refuses to start "
+                     "otherwise)."),
     cfg.IntOpt("max_limit", default=1000, min=1,
                help="Largest page a list request returns; a larger "
                     "'limit' is cut down to this."),
@@ -72,9 +78,36 @@ def register_opts(conf):
     # from the keystonemiddleware.auth_token namespace.
     for group, opts in auth_token.list_opts():
         conf.register_opts(opts, group=group)
+    for group, opts in middleware_opts.list_opts_healthcheck():
+        conf.register_opts(opts, group=group)
+
+
+def service_token_roles(conf):
+    """The roles of a service token that make a request a service request
+    (bind, unbind, delete-by-instance, deleting a bound ARQ): keystone-
+    middleware's ``[keystone_authtoken] service_token_roles``.
+
+    :raises ValueError: when the deprecated ``[api] service_token_roles``
+        is set to something else, so the two can never disagree silently.
+    """
+    roles = list(conf.keystone_authtoken.service_token_roles)
+    deprecated = conf.api.service_token_roles
+    if deprecated is not None and sorted(deprecated) != sorted(roles):
+        raise ValueError(
+            f"[api] service_token_roles ({', '.join(deprecated)}) differs "
+            f"from [keystone_authtoken] service_token_roles "
+            f"({', '.join(roles)}); remove the deprecated [api] option and "
+            f"set the roles in [keystone_authtoken] only.")
+    return roles
 
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
     return [("DEFAULT", default_opts), ("api", api_opts),
-            ("noauth", noauth_opts)]
+            ("noauth", noauth_opts),
+            # NOTE(cyborg_lite): keystonemiddleware's namespace lists only
+            # auth_type/auth_section of [keystone_authtoken]; the password
+            # plugin's options are what a deployment sets.
+            ("keystone_authtoken",
+             ks_loading.get_auth_plugin_conf_options("password"))
+            ] + middleware_opts.list_opts_healthcheck()

@@ -74,3 +74,23 @@ def get(session, name):
     row = session.execute(sa.select(lease.owner, lease.expires_at)
                           .where(lease.name == name)).first()
     return tuple(row) if row else None
+
+
+@engine.transactional
+def record_outcome(session, name, outcome):
+    """Remember that the pass of ``name`` ended now, and how."""
+    lease = models.PeriodicLease
+    session.execute(
+        sa.update(lease).where(lease.name == name)
+        .values(last_ended_at=models.utcnow(), last_outcome=outcome[:255])
+        .execution_options(synchronize_session=False))
+
+
+@engine.reader
+def last_outcome(session, name):
+    """``(ended_at, outcome)`` of the last pass of ``name``, or None."""
+    lease = models.PeriodicLease
+    row = session.execute(
+        sa.select(lease.last_ended_at, lease.last_outcome)
+        .where(lease.name == name, lease.last_ended_at.is_not(None))).first()
+    return tuple(row) if row else None

@@ -202,3 +202,7 @@ class PeriodicLease(Base):
     owner: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime)
+    #: when the last pass ended, and how (one line), for the health check.
+    last_ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    last_outcome: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -160,9 +160,15 @@ class InventorySync:
         if not self.acquire():
             LOG.debug("Inventory sync: another pass holds the lease")
             return None
-        with self.holding():
-            result = ironic.sync_from_ironic(self.conf, self.db,
-                                             self.programmer)
+        try:
+            with self.holding():
+                result = ironic.sync_from_ironic(self.conf, self.db,
+                                                 self.programmer)
+        except Exception as error:
+            self._record(f"failed: {error}")
+            raise
+        self._record(f"ok: {len(result['applied'])} document(s) applied, "
+                     f"{len(result['skipped'])} node(s) skipped")
         LOG.info("Inventory sync: %d document(s) applied, %d node(s) "
                  "skipped", len(result["applied"]), len(result["skipped"]))
         if ironic.sync_problems(result):
@@ -172,6 +178,13 @@ class InventorySync:
             for line in ironic.handles_lines(result):
                 LOG.warning("Inventory sync: %s", line)
         return result
+
+    def _record(self, outcome):
+        try:
+            lease_db.record_outcome(self.db, LEASE_NAME, outcome)
+        except Exception:
+            LOG.exception("Inventory sync: recording the pass's outcome "
+                          "failed")
 
     def _renew_until(self, done):
         # NOTE(cyborg_lite): a pass may outlast the lease (agents timing

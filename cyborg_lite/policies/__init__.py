@@ -117,7 +117,15 @@ attribute_rules = [
 ]
 
 
+health_rules = [
+    _op("cyborg:healthcheck:detail", ADMIN,
+        "See the detailed health check (database, schema revisions, the "
+        "agent transport's broker, the last inventory sync); everyone gets "
+        "the verdict.", [("GET", "/healthcheck")]),
+]
+
+
 def list_rules():
     """Every policy default of cyborg_lite."""
     return (base_rules + arq_rules + device_profile_rules + device_rules
-            + deployable_rules + attribute_rules)
+            + deployable_rules + attribute_rules + health_rules)

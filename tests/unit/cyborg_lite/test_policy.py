@@ -84,3 +84,23 @@ def test_keystone_strategy_never_invents_an_identity(setup):
     conf.set_override("auth_strategy", "keystone")
     ctx = context.from_environ({}, conf)
     assert ctx.project_id is None and not ctx.roles and not ctx.is_service
+
+
+def test_service_roles_are_read_from_keystone_authtoken(setup):
+    """One place: keystonemiddleware's option decides, as it does for
+    the middleware itself."""
+    conf, _ = setup
+    conf.set_override("service_token_roles", ["nova-service"],
+                      group="keystone_authtoken")
+    assert _ctx(conf, service="nova-service").is_service
+    assert not _ctx(conf, service="service").is_service
+
+
+def test_conflicting_deprecated_service_roles_are_refused(setup):
+    conf, _ = setup
+    conf.set_override("service_token_roles", ["service"], group="api")
+    assert _ctx(conf, service="service").is_service  # equal: accepted
+    conf.set_override("service_token_roles", ["other"], group="api")
+    with pytest.raises(ValueError) as info:
+        _ctx(conf, service="service")
+    assert "[keystone_authtoken] service_token_roles" in str(info.value)

@@ -22,6 +22,9 @@ def test_service_option_groups_are_listed():
         groups.setdefault(group, set()).update(o.dest for o in options)
     assert {"auth_strategy", "state_path"} <= groups["DEFAULT"]
     assert {"host", "port", "service_token_roles"} <= groups["api"]
+    assert {"auth_url", "username", "password", "project_name"} <= (
+        groups["keystone_authtoken"])
+    assert {"detailed", "backends"} <= groups["healthcheck"]
     assert groups["database"] >= {"connection"}
     assert groups["noauth"] >= {"default_project_id", "default_roles"}
     assert groups["nova"] >= {"notify_retries", "notify_retry_interval"}
