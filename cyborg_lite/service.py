@@ -115,13 +115,17 @@ def describe(conf, database_optional=False):
 
 
 def prepare(argv, conf=None, default_config_files=None,
-            setup_logging=True, prog=None, database_optional=False):
+            setup_logging=True, prog=None, database_optional=False,
+            announce=None):
     """Parse ``argv`` and the configuration files into ``conf``, set up
     logging and log what was read (see the module doc for the order).
 
     :param default_config_files: files to read when neither the command
         line nor the environment names any (tests); None: oslo.config's
         default search.
+    :param announce: called with the line saying what was read; default:
+        logged at INFO (``cyborg-lite-manage`` writes it to stderr, keeping
+        stdout for its output).
     :returns: the parsed ConfigOpts.
     """
     conf = conf or new_conf()
@@ -135,6 +139,10 @@ def prepare(argv, conf=None, default_config_files=None,
          default_config_dirs=default_config_dirs)
     if setup_logging:
         log.setup(conf, PROJECT)
-    LOG.info("%s: %s", prog or conf.prog or PROJECT,
-             describe(conf, database_optional))
+    line = (f"{prog or conf.prog or PROJECT}: "
+            f"{describe(conf, database_optional)}")
+    if announce is None:
+        LOG.info("%s", line)
+    else:
+        announce(line)
     return conf

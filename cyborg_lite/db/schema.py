@@ -22,6 +22,7 @@ new schema up without a restart.
 
 import threading
 
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import migration
 
 SYNC_COMMAND = "cyborg-lite-manage db sync"
@@ -52,7 +53,6 @@ class Guard:
 
     @classmethod
     def from_conf(cls, conf):
-        from cyborg_lite.db import engine as db_engine
         return cls(db_engine.Database.from_conf(conf).engine)
 
     def revision(self):

@@ -49,6 +49,7 @@ def main(argv=None):
     conf.register_cli_opt(cfg.SubCommandOpt(
         "command", title="Commands", handler=add_command_parsers))
     service.prepare(sys.argv[1:] if argv is None else argv, conf=conf,
-                    prog="cyborg-lite-manage")
+                    prog="cyborg-lite-manage",
+                    announce=lambda line: print(line, file=sys.stderr))
     code = conf.command.func(conf, conf.command)
     sys.exit(code)
