@@ -44,7 +44,7 @@ PROGRAMMING_KEYS = ("accel:function_id", "accel:bitstream_id")
 
 class InstanceAlreadyBound(exception.Invalid):
     msg_fmt = ("Instance %(instance)s already has bound accelerator "
-               "requests (%(arqs)s); adding more is not supported.")
+               "requests%(arqs)s; adding more is not supported.")
 
 
 def canonical_uuid(value):
@@ -93,7 +93,7 @@ def _all_found(uuids, by_uuid):
     """``by_uuid``; :raises ARQNotFound: naming the ``uuids`` not in it."""
     missing = [u for u in uuids if u not in by_uuid]
     if missing:
-        raise exception.ARQNotFound(uuids=", ".join(missing))
+        raise exception.ARQNotFound(uuids=exception.some(missing))
     return by_uuid
 
 
@@ -173,8 +173,13 @@ def _reserve(session, binds, project_id, programmer, notify):
     for instance in {f["instance_uuid"] for f in binds.values()}:
         others = arq_db.other_bound(session, instance, patch_ids)
         if others:
+            # NOTE(cyborg_lite): name only what the caller may see: another
+            # project's ARQ uuids would tell it they exist.
+            visible = [a.uuid for a in others
+                       if project_id is None or a.project_id == project_id]
             raise InstanceAlreadyBound(
-                instance=instance, arqs=", ".join(a.uuid for a in others))
+                instance=instance,
+                arqs=f" ({exception.some(visible)})" if visible else "")
     bound, jobs = [], []
     for arq_uuid, fields in binds.items():
         arq, group = arqs[arq_uuid]
@@ -324,4 +329,4 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
     if arq_uuids is not None:
         missing = [u for u in arq_uuids if u not in deleted]
         if missing:
-            raise exception.ARQNotFound(uuids=", ".join(missing))
+            raise exception.ARQNotFound(uuids=exception.some(missing))

@@ -15,6 +15,16 @@ turns them into Cyborg's ``{"error_message": ...}`` envelope in one place
 (:mod:`cyborg_lite.api.errors`)."""
 
 
+def some(names, shown=5):
+    """``names`` joined for a message, the first ``shown`` of them and how
+    many more, so an error never echoes thousands of ids."""
+    names = list(names)
+    text = ", ".join(names[:shown])
+    if len(names) > shown:
+        text += f" and {len(names) - shown} more"
+    return text
+
+
 class CyborgLiteException(Exception):
     """Base error: ``code`` is the HTTP status, ``msg_fmt`` the message."""
 
@@ -38,6 +48,12 @@ class Invalid(CyborgLiteException):
 
 class InvalidParameter(Invalid):
     msg_fmt = "Invalid query parameter %(name)s: %(reason)s"
+
+
+class RequestTooLarge(CyborgLiteException):
+    code = 413
+    msg_fmt = ("Request is too large. Larger than max_request_body_size "
+               "(%(limit)s).")
 
 
 class Forbidden(CyborgLiteException):

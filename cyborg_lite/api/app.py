@@ -18,6 +18,7 @@ import typing
 
 import flask
 from oslo_log import log as logging
+from oslo_middleware import sizelimit
 
 from cyborg_lite import context as context_mod
 from cyborg_lite import exception
@@ -29,6 +30,7 @@ from cyborg_lite.api import errors
 from cyborg_lite.api import health
 from cyborg_lite.api import microversion
 from cyborg_lite.api import routes
+from cyborg_lite.api import validation
 from cyborg_lite.conf import api as api_conf
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import schema as schema_mod
@@ -85,6 +87,7 @@ def _before_request():
     if flask.g.is_v2:
         flask.g.version = microversion.parse(
             flask.request.headers.get(microversion.HEADER))
+    validation.check_path(flask.request.view_args)
     if path not in _NO_DATABASE:
         problem = svc.schema.problem()
         if problem is not None:
@@ -168,6 +171,9 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
 
     if conf.auth_strategy == "keystone":
         app.wsgi_app = _keystone(app, conf)
+    # [oslo_middleware] max_request_body_size: 413 before a worker reads a
+    # larger body.
+    app.wsgi_app = sizelimit.RequestBodySizeLimiter(app.wsgi_app, conf)
     app.wsgi_app = health.wrap(app.wsgi_app, conf,
                                app.extensions["cyborg_lite"])
     return app

@@ -15,10 +15,13 @@
 microversion, query parameters, links and timestamps."""
 
 import datetime
+from urllib import parse
 
 import flask
+from webob import exc as webob_exc
 
 from cyborg_lite import exception
+from cyborg_lite.api import validation
 
 #: where the API is mounted besides the root (as devstack mounts Cyborg).
 PREFIX = "/accelerator"
@@ -75,6 +78,7 @@ def query(allowed):
     values = {}
     for name in args:
         if name not in allowed:
+            validation.check_query(name, "")
             raise exception.InvalidParameter(
                 name=name, reason=f"Unknown argument: {name!r}; this "
                                   f"endpoint accepts {', '.join(allowed)}")
@@ -82,6 +86,7 @@ def query(allowed):
         if len(given) > 1:
             raise exception.InvalidParameter(
                 name=name, reason="given more than once")
+        validation.check_query(name, given[0])
         values[name] = given[0]
     return values
 
@@ -91,11 +96,8 @@ def pagination(params):
     ``[api] max_limit``."""
     limit = params.get("limit")
     if limit is not None:
-        try:
-            limit = int(limit)
-        except ValueError:
-            limit = -1
-        if limit < 1:
+        limit = validation.integer_id(limit)
+        if not limit:
             raise exception.InvalidParameter(
                 name="limit", reason="must be a positive integer")
         limit = min(limit, services().conf.api.max_limit)
@@ -104,12 +106,44 @@ def pagination(params):
     return limit, params.get("marker")
 
 
+def listing(key, page, items):
+    """The response of a list request: ``{key: items}``; when ``page``
+    (a :class:`cyborg_lite.db.engine.Page`) has more after it, also a
+    ``<key>_links`` next link (as Nova's lists carry, which openstacksdk
+    follows) and the same link in a ``Link`` header (RFC 8288), so no
+    client silently gets part of a list.
+    """
+    body = {key: items}
+    marker = getattr(page, "next_marker", None)
+    if marker is None:
+        return flask.jsonify(body)
+    args = {name: value for name, value in flask.request.args.items()
+            if name != "marker"}
+    args["marker"] = marker
+    args.setdefault("limit", str(len(page)))
+    href = f"{flask.request.base_url}?{parse.urlencode(args)}"
+    body[f"{key}_links"] = [{"rel": "next", "href": href}]
+    response = flask.jsonify(body)
+    response.headers["Link"] = f'<{href}>; rel="next"'
+    return response
+
+
 def json_body():
-    """The decoded JSON body; :raises Invalid: when it is not JSON."""
-    body = flask.request.get_json(force=True, silent=True)
-    if body is None:
+    """The decoded JSON body, checked for what the database can store
+    (:mod:`cyborg_lite.api.validation`).
+
+    :raises Invalid: when it is not JSON or holds what cannot be stored.
+    """
+    try:
+        raw = flask.request.get_data(cache=True)
+    except webob_exc.HTTPRequestEntityTooLarge:
+        # NOTE(cyborg_lite): a chunked body (no Content-Length) crossing
+        # [oslo_middleware] max_request_body_size while being read.
+        raise exception.RequestTooLarge(
+            limit=services().conf.oslo_middleware.max_request_body_size)
+    if not raw:
         raise exception.Invalid(reason="the body must be JSON")
-    return body
+    return validation.decode_body(raw)
 
 
 def empty(status):

@@ -51,7 +51,15 @@ api_opts = [
                      "otherwise)."),
     cfg.IntOpt("max_limit", default=1000, min=1,
                help="Largest page a list request returns; a larger "
-                    "'limit' is cut down to this."),
+                    "'limit' is cut down to this. A full page carries a "
+                    "next link (<key>_links and a Link header) to the "
+                    "rest."),
+    cfg.IntOpt("max_arqs_per_request", default=64, min=1,
+               max=10000,
+               help="Most accelerator requests one request may create "
+                    "(the sum of a device profile's resources: amounts, "
+                    "checked when the profile is created and again when "
+                    "its ARQs are), bind, unbind or delete."),
 ]
 
 noauth_opts = [
@@ -78,7 +86,8 @@ def register_opts(conf):
     # from the keystonemiddleware.auth_token namespace.
     for group, opts in auth_token.list_opts():
         conf.register_opts(opts, group=group)
-    for group, opts in middleware_opts.list_opts_healthcheck():
+    for group, opts in (middleware_opts.list_opts_healthcheck()
+                        + middleware_opts.list_opts_sizelimit()):
         conf.register_opts(opts, group=group)
 
 
@@ -110,4 +119,5 @@ def list_opts():
             # plugin's options are what a deployment sets.
             ("keystone_authtoken",
              ks_loading.get_auth_plugin_conf_options("password"))
-            ] + middleware_opts.list_opts_healthcheck()
+            ] + middleware_opts.list_opts_healthcheck() + (
+                middleware_opts.list_opts_sizelimit())

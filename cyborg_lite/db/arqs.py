@@ -44,14 +44,20 @@ def _add(session, profile, project_id, specs):
 
 
 @engine.transactional
-def create_from_profile(session, profile_ident, project_id, amount):
+def create_from_profile(session, profile_ident, project_id, amount,
+                        check_total=None):
     """Create the ARQs a device profile asks for, in one transaction.
 
     :param amount: ``amount(group) -> int``, how many ARQs a group needs.
+    :param check_total: ``check_total(groups)``, raising when the profile
+        asks for more than one request may create; called before any row
+        is built.
     :raises DeviceProfileNotFound:
     :returns: the new ARQ rows.
     """
     profile = profile_db.get(session, profile_ident)
+    if check_total is not None:
+        check_total(profile.groups)
     specs = [index for index, group in enumerate(profile.groups)
              for _ in range(amount(group))]
     return _add(session, profile, project_id, specs)

@@ -23,9 +23,10 @@ from cyborg_lite.db import models
 
 def _deployable_id(session, ident):
     """The integer id of the deployable ``ident`` (id or uuid), or None."""
-    if isinstance(ident, int) or str(ident).isdigit():
-        column, value = models.Deployable.id, int(ident)
-    elif engine.is_uuid_like(ident):
+    number = engine.integer_id(ident)
+    if number is not None:
+        column, value = models.Deployable.id, number
+    elif isinstance(ident, str) and engine.is_uuid_like(ident):
         column, value = models.Deployable.uuid, str(uuidlib.UUID(ident))
     else:
         return None

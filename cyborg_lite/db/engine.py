@@ -23,6 +23,7 @@ PostgreSQL (psycopg2).
 import contextlib
 import functools
 import os
+import re
 import time
 import uuid as uuidlib
 
@@ -206,15 +207,45 @@ def is_uuid_like(value):
     return True
 
 
+INT64_MAX = 2 ** 63 - 1
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def integer_id(value):
+    """``value`` as a 64-bit integer id, or None when it is not one: an int
+    or a string of ASCII digits, from 0 to 2**63-1 (``"²"`` is a digit to
+    ``str.isdigit()`` but not to ``int()``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= INT64_MAX else None
+    if isinstance(value, str) and _ASCII_DIGITS.fullmatch(value):
+        number = int(value)
+        return number if number <= INT64_MAX else None
+    return None
+
+
+class Page(list):
+    """One page of a list: the rows, and the marker of the next page when
+    there may be more (None on the last page)."""
+
+    next_marker = None
+
+
 def paginate(session, stmt, model, limit, marker):
     """``stmt`` ordered by id, after ``marker`` (a uuid), at most ``limit``
-    rows.
+    rows, as a :class:`Page`.
 
-    :raises InvalidParameter: no row has the uuid ``marker``.
+    The marker is looked up through ``stmt`` itself, so a uuid the caller's
+    filters (its project) hide is exactly as unknown as one that exists
+    nowhere.
+
+    :raises InvalidParameter: no row ``stmt`` selects has the uuid
+        ``marker``.
     """
     if marker is not None:
         marker_id = session.execute(
-            sa.select(model.id).where(model.uuid == marker)
+            stmt.with_only_columns(model.id).where(model.uuid == marker)
         ).scalar_one_or_none()
         if marker_id is None:
             raise exception.InvalidParameter(
@@ -222,5 +253,9 @@ def paginate(session, stmt, model, limit, marker):
         stmt = stmt.where(model.id > marker_id)
     stmt = stmt.order_by(model.id)
     if limit is not None:
-        stmt = stmt.limit(limit)
-    return list(session.execute(stmt).scalars())
+        stmt = stmt.limit(limit + 1)
+    page = Page(session.execute(stmt).scalars())
+    if limit is not None and len(page) > limit:
+        del page[limit:]
+        page.next_marker = page[-1].uuid
+    return page

@@ -23,6 +23,8 @@ import openstack
 from openstack import exceptions as sdk_exc
 import pytest
 
+from tests.fixtures.cyborg_server import CyborgServer
+
 MOUNTS = ["", "/accelerator", "/accelerator/v2"]
 
 
@@ -130,3 +132,21 @@ def test_devices_and_deployables_are_listed(server, fresh_inventory):
     assert (fetched.name, fetched.num_accelerators) == (deployable.name, 3)
     devices = [d for d in acc.devices() if d.hostname == document["host"]]
     assert [d.type for d in devices] == ["FPGA"]
+
+
+def test_lists_longer_than_a_page_arrive_whole(tmp_path):
+    """With pages of 4 (``[api] max_limit``), openstacksdk, asking for no
+    limit, follows the next links and sees all 10 ARQs, never a silent
+    first page."""
+    small_pages = CyborgServer(tmp_path, workers=1,
+                               options={"api": {"max_limit": "4"}})
+    with small_pages:
+        acc = _connect(small_pages.url).accelerator
+        name = f"sdk-{uuid.uuid4().hex[:10]}"
+        acc.create_device_profile(name=name,
+                                  groups=[{"resources:FPGA": "1"}])
+        created = {
+            acc.create_accelerator_request(device_profile_name=name).uuid
+            for _ in range(10)}
+        listed = [a.uuid for a in acc.accelerator_requests()]
+    assert sorted(listed) == sorted(created)

@@ -89,9 +89,12 @@ def list_arqs():
         if instance is not None and pending:
             raise exception.Locked(instance=instance,
                                    pending=", ".join(pending))
+        page = arqs
         arqs = [a for a in arqs if a.state in states.RESOLVED]
-    return flask.jsonify({"arqs": [serialize(a, handles.get(a.id))
-                                   for a in arqs]})
+    else:
+        page = arqs
+    return common.listing("arqs", page, [serialize(a, handles.get(a.id))
+                                         for a in arqs])
 
 
 def show(arq_uuid):
@@ -110,9 +113,11 @@ def create():
     svc, ctx, scope = _authorize("create")
     common.query(())
     body = schemas.validate(schema.CREATE, common.json_body())
+    limit = svc.conf.api.max_arqs_per_request
     arqs = arq_db.create_from_profile(
         svc.db, body["device_profile_name"], ctx.project_id,
-        dp_schema.group_amount)
+        dp_schema.group_amount,
+        check_total=lambda groups: dp_schema.check_total(groups, limit))
     return flask.jsonify({"arqs": [serialize(a) for a in arqs]}), 201
 
 
@@ -120,7 +125,9 @@ def update():
     """PATCH /v2/accelerator_requests: bind or unbind (Nova's form)."""
     svc, ctx, scope = _authorize("update")
     common.query(())
-    body = schemas.validate(schema.PATCH, common.json_body())
+    body = common.json_body()
+    _check_count(svc, body, "one PATCH may bind or unbind")
+    body = schemas.validate(schema.PATCH, body)
     kind, work = schema.parse_patch(body, common.version(),
                                     ctx.is_admin_role)
     common.require_service("Binding or unbinding accelerator requests")
@@ -162,8 +169,17 @@ def delete():
     return _delete_arqs(svc, ctx, scope, params["arqs"].split(","))
 
 
+def _check_count(svc, arqs, what):
+    limit = svc.conf.api.max_arqs_per_request
+    if isinstance(arqs, (dict, list)) and len(arqs) > limit:
+        raise exception.Invalid(
+            reason=f"{len(arqs)} accelerator requests named; {what} at most "
+                   f"{limit} ([api] max_arqs_per_request)")
+
+
 def _delete_arqs(svc, ctx, scope, uuids):
     uuids = [u.strip() for u in uuids if u.strip()]
+    _check_count(svc, uuids, "one DELETE may delete")
     if not uuids:
         raise exception.InvalidParameter(name="arqs",
                                          reason="name at least one ARQ")
@@ -176,7 +192,7 @@ def _delete_arqs(svc, ctx, scope, uuids):
     except exception.ARQNotFound as error:
         invalid = error.message and invalid + [error.kwargs["uuids"]]
     if invalid:
-        raise exception.ARQNotFound(uuids=", ".join(invalid))
+        raise exception.ARQNotFound(uuids=exception.some(invalid))
     return common.empty(204)
 
 

@@ -19,6 +19,7 @@ from cyborg_lite import exception
 from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import schemas
+from cyborg_lite.api import validation
 from cyborg_lite.api.schemas import attributes as schema
 from cyborg_lite.db import attributes as attribute_db
 from cyborg_lite.db import engine as db_engine
@@ -48,15 +49,17 @@ def list_attributes():
     params = common.query(("deployable_id", "key", "limit", "marker"))
     limit, marker = common.pagination(params)
     deployable = params.get("deployable_id")
-    if deployable is not None and not (deployable.isdigit()
-                                       or db_engine.is_uuid_like(deployable)):
+    if deployable is not None and not (
+            validation.integer_id(deployable) is not None
+            or db_engine.is_uuid_like(deployable)):
         raise exception.InvalidParameter(
             name="deployable_id",
             reason=f"{deployable!r} is neither an integer id nor a uuid")
     attributes = attribute_db.get_all(svc.db, deployable=deployable,
                                        key=params.get("key"), limit=limit,
                                        marker=marker)
-    return flask.jsonify({"attributes": [serialize(a) for a in attributes]})
+    return common.listing("attributes", attributes,
+                          [serialize(a) for a in attributes])
 
 
 def show(uuid):

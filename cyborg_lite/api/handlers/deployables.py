@@ -66,8 +66,8 @@ def list_deployables():
     deployables = deployable_db.get_all(
         svc.db, rp_uuid=params.get("rp_uuid"), name=params.get("name"),
         limit=limit, marker=marker)
-    return flask.jsonify({"deployables": _serialize_all(svc.db,
-                                                        deployables)})
+    return common.listing("deployables", deployables,
+                          _serialize_all(svc.db, deployables))
 
 
 def show(uuid):

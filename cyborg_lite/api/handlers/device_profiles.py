@@ -47,8 +47,8 @@ def list_profiles():
     names = params["name"].split(",") if "name" in params else None
     profiles = profile_db.get_all(svc.db, names=names, limit=limit,
                                           marker=marker)
-    return flask.jsonify({"device_profiles": [serialize(p)
-                                              for p in profiles]})
+    return common.listing("device_profiles", profiles,
+                          [serialize(p) for p in profiles])
 
 
 def show(ident):
@@ -70,6 +70,7 @@ def create():
     body = schemas.validate(schema.CREATE, common.json_body())[0]
     groups = schema.normalize_groups(body["groups"])
     schema.check_groups(groups)
+    schema.check_total(groups, svc.conf.api.max_arqs_per_request)
     profile = profile_db.create(
         svc.db, name=body["name"], groups=groups,
         description=body.get("description"), uuid=body.get("uuid"))

@@ -65,7 +65,8 @@ def list_devices():
                                  vendor=params.get("vendor"),
                                  hostname=params.get("hostname"),
                                  limit=limit, marker=marker)
-    return flask.jsonify({"devices": [serialize(d) for d in devices]})
+    return common.listing("devices", devices,
+                          [serialize(d) for d in devices])
 
 
 def show(uuid):

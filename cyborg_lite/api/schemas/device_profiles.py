@@ -47,6 +47,21 @@ _PROFILE = {
 CREATE = {"type": "array", "minItems": 1, "maxItems": 1, "items": _PROFILE}
 
 
+_AMOUNT = re.compile(r"\s*\+?([0-9]+)\s*")
+
+
+def parse_amount(where, amount):
+    """A ``resources:`` amount: an integer, or a string of ASCII digits.
+
+    :raises Invalid: naming ``where``.
+    """
+    match = _AMOUNT.fullmatch(str(amount))
+    if isinstance(amount, bool) or not match:
+        raise exception.Invalid(
+            reason=f"{where}: amount {amount!r} is not an integer")
+    return int(match.group(1))
+
+
 def _check_resource(where, rc, amount):
     rc = rc.strip()
     if rc not in RESOURCE_CLASSES and not re.fullmatch(r"CUSTOM_[A-Z0-9_]+",
@@ -54,11 +69,7 @@ def _check_resource(where, rc, amount):
         raise exception.Invalid(
             reason=f"{where}: resource class {rc!r} is not one of "
                    f"{', '.join(RESOURCE_CLASSES)} or CUSTOM_*")
-    try:
-        count = int(amount)
-    except ValueError:
-        raise exception.Invalid(
-            reason=f"{where}: amount {amount!r} is not an integer")
+    count = parse_amount(where, amount)
     if count < 1:
         raise exception.Invalid(
             reason=f"{where}: amount must be at least 1, got {count}")
@@ -137,5 +148,22 @@ def normalize_groups(groups):
 
 def group_amount(group):
     """Σ of the ``resources:*`` amounts of one group: its ARQ count."""
-    return sum(int(value) for key, value in group.items()
+    return sum(parse_amount(f"resources amount {key!r}", value)
+               for key, value in group.items()
                if key.startswith("resources:"))
+
+
+def check_total(groups, limit):
+    """Refuse a profile whose groups ask for more than ``limit`` ARQs in
+    all (``[api] max_arqs_per_request``): checked when the profile is
+    created and again before its ARQs are.
+
+    :raises Invalid: saying how many and the limit.
+    """
+    total = sum(group_amount(group) for group in groups)
+    if total > limit:
+        raise exception.Invalid(
+            reason=f"the device profile asks for {total} accelerator "
+                   f"requests; one request may create at most {limit} "
+                   "([api] max_arqs_per_request)")
+    return total

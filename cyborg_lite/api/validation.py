@@ -1,0 +1,155 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""What any database and schema can take, checked once for every request.
+
+Every body (:func:`cyborg_lite.api.common.json_body`), query value
+(:func:`cyborg_lite.api.common.query`) and path segment (the app's
+before-request hook) passes here before a handler sees it, so no handler
+and no database meets a value it cannot store:
+
+- JSON nested deeper than :data:`MAX_DEPTH` levels is refused before it is
+  walked (Python's decoder itself fails on a few thousand levels);
+- strings holding a lone UTF-16 surrogate (no database can store one) or
+  NUL (PostgreSQL cannot) are refused, naming where;
+- integers outside signed 64 bits, and NaN or infinities, are refused;
+- :func:`integer_id` (:func:`cyborg_lite.db.engine.integer_id`) reads ids
+  made of ASCII digits only (``"²"`` is a digit to ``str.isdigit()`` but
+  not to ``int()``) within 64 bits.
+"""
+
+import json
+import math
+import re
+
+from cyborg_lite import exception
+from cyborg_lite.db import engine as db_engine
+
+#: deepest nesting a request body may have; the deepest legitimate body (a
+#: bind PATCH: object, list of ops, op, value) needs 4.
+MAX_DEPTH = 32
+INT64_MIN = -2 ** 63
+INT64_MAX = db_engine.INT64_MAX
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _describe(text):
+    char = _UNSTORABLE.search(text).group()
+    return ("a NUL character" if char == "\x00"
+            else f"a lone UTF-16 surrogate (U+{ord(char):04X})")
+
+
+def check_string(where, text):
+    """:raises Invalid: when ``text`` holds a character no database can
+    store."""
+    if _UNSTORABLE.search(text):
+        raise exception.Invalid(
+            reason=f"{where}: the string holds {_describe(text)}, which "
+                   "cannot be stored")
+
+
+def _check_tree(body):
+    # Iterative, so the walk itself cannot exhaust the stack.
+    pending = [(body, "body", 0)]
+    while pending:
+        value, where, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise exception.Invalid(
+                    reason=f"the body is nested deeper than {MAX_DEPTH} "
+                           "levels")
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    check_string(f"{where} key {key!r}", key)
+                    pending.append((item, f"{where}.{key}", depth + 1))
+            else:
+                for index, item in enumerate(value):
+                    pending.append((item, f"{where}[{index}]", depth + 1))
+        elif isinstance(value, str):
+            check_string(where, value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise exception.Invalid(
+                    reason=f"{where}: {value} is outside the 64-bit "
+                           "integer range")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise exception.Invalid(reason=f"{where}: not a finite number")
+
+
+def _max_depth(raw):
+    """How deep ``raw`` JSON text nests, counted without decoding it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def decode_body(raw):
+    """The decoded JSON of a request body, checked (see module doc).
+
+    :param raw: the body's bytes.
+    :raises Invalid: naming what is wrong.
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise exception.Invalid(
+            reason=f"the body is not UTF-8 (byte {error.start})")
+    if _max_depth(text) > MAX_DEPTH:
+        raise exception.Invalid(
+            reason=f"the body is nested deeper than {MAX_DEPTH} levels")
+    try:
+        body = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as error:
+        raise exception.Invalid(reason=f"the body must be JSON: {error}")
+    _check_tree(body)
+    return body
+
+
+def check_query(name, value):
+    """:raises InvalidParameter: for a query value no database can take."""
+    if _UNSTORABLE.search(name) or _UNSTORABLE.search(value):
+        raise exception.InvalidParameter(
+            name=name.encode("utf-8", "backslashreplace").decode(),
+            reason=f"holds {_describe(name + value)}, which cannot be "
+                   "stored")
+
+
+def check_path(values):
+    """:raises Invalid: for a path segment no database can take."""
+    for name, value in (values or {}).items():
+        if isinstance(value, str):
+            check_string(f"path {name}", value)
+
+
+#: re-exported: ids are read in one place, next to is_uuid_like.
+integer_id = db_engine.integer_id
