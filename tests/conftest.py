@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.fixtures.cyborg_server",
     "tests.fixtures.databases",
     "tests.fixtures.ironic",
+    "tests.fixtures.keystone",
     "tests.fixtures.nova_standin",
     "tests.fixtures.placement",
     "tests.fixtures.rabbitmq",
