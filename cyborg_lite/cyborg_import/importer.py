@@ -47,6 +47,9 @@ def existing(session):
     found.attribute_uuids = {u for u, in column(models.Attribute.uuid)}
     found.handle_uuids = {u for u, in column(models.AttachHandle.uuid)}
     found.arq_uuids = {u for u, in column(models.ARQ.uuid)}
+    for kind, uuid in column(models.CyborgImported.kind,
+                             models.CyborgImported.uuid):
+        found.imported[kind].add(uuid)
     return found
 
 
@@ -72,6 +75,10 @@ def _now_if_missing(values):
 
 
 def _insert_all(session, plan):
+    now = models.utcnow()
+    session.add_all(models.CyborgImported(kind=kind, uuid=values["uuid"],
+                                          imported_at=now)
+                    for kind, items in plan.rows.items() for values in items)
     rows = {kind: [_now_if_missing(dict(values)) for values in items]
             for kind, items in plan.rows.items()}
     profiles = _insert(session, models.DeviceProfile,

@@ -59,6 +59,9 @@ class Existing:
     attribute_uuids: set = dataclasses.field(default_factory=set)
     handle_uuids: set = dataclasses.field(default_factory=set)
     arq_uuids: set = dataclasses.field(default_factory=set)
+    #: kind -> uuids a previous import brought in (some maybe deleted).
+    imported: dict = dataclasses.field(
+        default_factory=lambda: collections.defaultdict(set))
 
 
 @dataclasses.dataclass
@@ -144,6 +147,15 @@ class _Planner:
     def add(self, kind, values):
         self.plan.rows[kind].append(values)
 
+    def before(self, kind, uuid, present):
+        """True (and counted) when ``uuid`` was imported before or is in
+        cyborg_lite (``present``); a row imported and deleted since is
+        not brought back."""
+        if uuid in present or uuid in self.existing.imported[kind]:
+            self.plan.before[kind] += 1
+            return True
+        return False
+
     def run(self):
         self.profiles()
         self.devices()
@@ -164,8 +176,11 @@ class _Planner:
                 continue
             known = self.existing.profiles.get(row["uuid"])
             by_name = self.existing.profile_names.get(row["name"])
-            if known is not None and known[0] == row["name"]:
+            if row["uuid"] in self.existing.imported["device_profiles"] or (
+                    known is not None and known[0] == row["name"]):
                 self.plan.before["device_profiles"] += 1
+                if known is None:
+                    continue
             elif known is not None:
                 self.refuse(f"{what}: cyborg_lite has this uuid under the "
                             f"name {known[0]}")
@@ -208,9 +223,10 @@ class _Planner:
     def devices(self):
         for row in self.rows["devices"]:
             what = f"device {row['uuid']} on {row['hostname']}"
-            if row["uuid"] in self.existing.device_uuids:
-                self.plan.before["devices"] += 1
-                self.device[row["id"]] = row["uuid"]
+            if self.before("devices", row["uuid"],
+                           self.existing.device_uuids):
+                if row["uuid"] in self.existing.device_uuids:
+                    self.device[row["id"]] = row["uuid"]
                 continue
             address = self._device_address(row, what)
             if address is None:
@@ -248,9 +264,10 @@ class _Planner:
         by_id = self.src.by_id("deployables")
         for row in self.rows["deployables"]:
             what = f"deployable {row['name']} ({row['uuid']})"
-            if row["uuid"] in self.existing.deployable_uuids:
-                self.plan.before["deployables"] += 1
-                self.deployable[row["id"]] = row["uuid"]
+            if self.before("deployables", row["uuid"],
+                           self.existing.deployable_uuids):
+                if row["uuid"] in self.existing.deployable_uuids:
+                    self.deployable[row["id"]] = row["uuid"]
                 continue
             device = self.device.get(row["device_id"])
             if device is None:
@@ -294,8 +311,8 @@ class _Planner:
 
     def attributes(self):
         for row in self.rows["attributes"]:
-            if row["uuid"] in self.existing.attribute_uuids:
-                self.plan.before["attributes"] += 1
+            if self.before("attributes", row["uuid"],
+                           self.existing.attribute_uuids):
                 continue
             deployable = self.deployable.get(row["deployable_id"])
             if deployable is None:
@@ -342,9 +359,10 @@ class _Planner:
         seen = set()
         for row in self.rows["attach_handles"]:
             what = f"attach handle {row['uuid']}"
-            if row["uuid"] in self.existing.handle_uuids:
-                self.plan.before["attach_handles"] += 1
-                self.handle[row["id"]] = row["uuid"]
+            if self.before("attach_handles", row["uuid"],
+                           self.existing.handle_uuids):
+                if row["uuid"] in self.existing.handle_uuids:
+                    self.handle[row["id"]] = row["uuid"]
                 continue
             deployable = self.deployable.get(row["deployable_id"])
             if deployable is None:
@@ -419,8 +437,8 @@ class _Planner:
     def arqs(self, holders):
         for row in self.rows["extended_accelerator_requests"]:
             what = f"ARQ {row['uuid']} (instance {row['instance_uuid']})"
-            if row["uuid"] in self.existing.arq_uuids:
-                self.plan.before["accelerator_requests"] += 1
+            if self.before("accelerator_requests", row["uuid"],
+                           self.existing.arq_uuids):
                 continue
             if row["state"] not in states.ALL:
                 self.refuse(f"{what} is in state {row['state']!r}, which "

@@ -1,0 +1,270 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``cyborg-lite-manage cyborg import`` of a database real Cyborg 17 wrote
+(the recording in ``tests/data/cyborg17``), into cyborg_lite on sqlite,
+MariaDB and PostgreSQL that already holds the example inventory; then the
+calls Nova makes after the switch, against cyborg_lite."""
+
+import argparse
+import os
+
+import pytest
+import sqlalchemy as sa
+
+from cyborg_lite.cmd.manage import cyborg as cyborg_cmd
+from cyborg_lite.db import models
+from cyborg_lite.inventory import apply as inventory_apply
+from tests.fixtures import cyborg17
+from tests.fixtures import databases
+from tests.fixtures.cyborg import headers
+from tests.fixtures.cyborg import make_cyborg
+from tests.fixtures.cyborg_server import make_inventory
+
+PROJECT = "b0b3f7a2c1d84e2f9a6b5c4d3e2f1a0b"
+NOVA = headers(project=PROJECT, roles="member,reader", service=True)
+ADMIN = headers(project=PROJECT, roles="admin")
+HOST = "realcyborg-local"
+
+#: what real Cyborg answered for the recording (drive_real_cyborg.py).
+ONE_ARQ_INSTANCE = "e3e48d31-02c3-470d-a887-1533c0dbe1e9"
+TWO_ARQ_INSTANCE = "e82db2f7-c31c-4c73-aded-a9630ce6b843"
+REAL_ANSWER = {
+    "3b5900c5-3086-4c85-90e7-21f99ceff209":
+        ("d9979d74-3b44-44be-9d03-860567faa0e0", "2"),
+    "5ff7383e-e532-4464-821f-7eb40995bd77":
+        ("0b031139-c19d-449f-ba92-26b1886ab51f", "3"),
+}
+STUCK_ARQ = "8a5534d2-9fa4-4d8a-93e9-94d7880182d4"
+STUCK_INSTANCE = "48a981be-8066-4298-ba1b-b1588a1e921f"
+
+
+def run_import(conf, source, apply=False, free=False):
+    args = argparse.Namespace(source=source, apply=apply,
+                              free_orphan_handles=free)
+    return cyborg_cmd.cyborg_import(conf, args)
+
+
+@pytest.fixture
+def source(tmp_path):
+    """The recorded Cyborg 17 database, as a sqlite file."""
+    return cyborg17.load(f"sqlite:///{tmp_path}/cyborg.sqlite")
+
+
+@pytest.fixture
+def lite(tmp_path, db_url):
+    """cyborg_lite with the example inventory, on each backend."""
+    instance = make_cyborg(tmp_path, db_url=db_url)
+    yield instance
+    instance.app.extensions["cyborg_lite"].notifier.shutdown()
+    instance.db.dispose()
+
+
+def counts(db):
+    with db.transaction(read_only=True) as session:
+        return {m.__tablename__: session.scalar(
+            sa.select(sa.func.count()).select_from(m))
+            for m in (models.DeviceProfile, models.Device,
+                      models.Deployable, models.Attribute,
+                      models.AttachHandle, models.ARQ)}
+
+
+def handles_in_use(db):
+    with db.transaction(read_only=True) as session:
+        return set(session.scalars(sa.select(models.AttachHandle.uuid).where(
+            models.AttachHandle.in_use.is_(True))))
+
+
+def resolved(lite, instance):
+    response = lite.client.get(
+        f"/v2/accelerator_requests?instance={instance}&bind_state=resolved",
+        headers=NOVA)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return {a["uuid"]: a for a in response.get_json()["arqs"]}
+
+
+def bind(lite, arqs, instance, rp=cyborg17.FAKE_RP):
+    body = {a: [{"op": "add", "path": "/hostname", "value": HOST},
+                {"op": "add", "path": "/device_rp_uuid", "value": rp},
+                {"op": "add", "path": "/instance_uuid", "value": instance}]
+            for a in arqs}
+    return lite.client.patch("/v2/accelerator_requests", headers=NOVA,
+                             json=body)
+
+
+def test_dry_run_changes_nothing_and_says_what_it_would_do(lite, source,
+                                                           capsys):
+    before = counts(lite.db)
+    assert run_import(lite.conf, source) == 0
+    out = capsys.readouterr().out
+    assert "accelerator_requests: 5 to import" in out
+    assert f"ARQ {STUCK_ARQ}" in out and "imported as BindFailed" in out
+    assert "Dry run: nothing was changed" in out
+    assert counts(lite.db) == before
+
+
+def test_nova_flow_after_import(lite, source, capsys):
+    before = counts(lite.db)
+    assert run_import(lite.conf, source, apply=True) == 0
+    after = counts(lite.db)
+    assert after["arqs"] == before["arqs"] + 5
+    assert after["attach_handles"] == before["attach_handles"] + 16
+
+    # Bound ARQs answer with the same handles real Cyborg gave them.
+    found = resolved(lite, TWO_ARQ_INSTANCE)
+    assert set(found) == set(REAL_ANSWER)
+    for arq_uuid, (handle, function) in REAL_ANSWER.items():
+        arq = found[arq_uuid]
+        assert arq["state"] == "Bound"
+        assert arq["device_rp_uuid"] == cyborg17.FAKE_RP
+        assert arq["attach_handle_uuid"] == handle
+        assert arq["attach_handle_type"] == "TEST_PCI"
+        assert arq["attach_handle_info"] == {
+            "domain": "0000", "bus": "0c", "device": "00",
+            "function": function}
+    kept = resolved(lite, ONE_ARQ_INSTANCE)
+    kept_handle = next(iter(kept.values()))["attach_handle_uuid"]
+    stuck = resolved(lite, STUCK_INSTANCE)
+    assert stuck[STUCK_ARQ]["state"] == "BindFailed"
+
+    # Delete by instance frees the handles.
+    held = handles_in_use(lite.db)
+    response = lite.client.delete(
+        f"/v2/accelerator_requests?instance={TWO_ARQ_INSTANCE}",
+        headers=NOVA)
+    assert response.status_code == 204
+    freed = {h for h, _ in REAL_ANSWER.values()}
+    assert handles_in_use(lite.db) == held - freed
+    assert lite.client.delete(
+        f"/v2/accelerator_requests?instance={STUCK_INSTANCE}",
+        headers=NOVA).status_code == 204
+
+    # New binds take free handles of the imported deployable only.
+    response = lite.client.post("/v2/accelerator_requests", headers=NOVA,
+                                json={"device_profile_name": "import-one"})
+    assert response.status_code == 201
+    taken = set()
+    for index in range(15):
+        response = lite.client.post(
+            "/v2/accelerator_requests", headers=NOVA,
+            json={"device_profile_name": "import-one"})
+        arq = response.get_json()["arqs"][0]["uuid"]
+        instance = f"00000000-0000-4000-8000-{index:012d}"
+        assert bind(lite, [arq], instance).status_code == 202
+        found = resolved(lite, instance)[arq]
+        assert found["state"] == "Bound"
+        taken.add(found["attach_handle_uuid"])
+    assert kept_handle not in taken and len(taken) == 15
+    response = lite.client.post("/v2/accelerator_requests", headers=NOVA,
+                                json={"device_profile_name": "import-one"})
+    arq = response.get_json()["arqs"][0]["uuid"]
+    instance = "00000000-0000-4000-8000-999999999999"
+    bind(lite, [arq], instance)
+    assert resolved(lite, instance)[arq]["state"] == "BindFailed"
+
+    # Running the import again imports nothing, whatever happened since.
+    capsys.readouterr()
+    assert run_import(lite.conf, source, apply=True) == 0
+    out = capsys.readouterr().out
+    assert "Nothing to import: everything was imported before." in out
+    assert "accelerator_requests: 0 to import, 5 imported before" in out
+
+
+def test_inventory_sync_keeps_imported_devices(lite, source):
+    assert run_import(lite.conf, source, apply=True) == 0
+    before = counts(lite.db)
+    summary = inventory_apply.apply_document(
+        lite.db, make_inventory(host=HOST, first_bus=0x20))
+    assert summary["devices"]["deleted"] == 0
+    assert summary["devices"]["retired"] == 0
+    after = counts(lite.db)
+    assert after["devices"] == before["devices"] + summary["devices"][
+        "created"]
+    assert resolved(lite, ONE_ARQ_INSTANCE)
+
+
+def test_device_already_in_the_inventory_is_refused(lite, source, capsys):
+    # The inventory of the same host reports a device at 0000:0c:00.0,
+    # the fake driver's address: importing it would count it twice.
+    inventory_apply.apply_document(lite.db,
+                                   make_inventory(host=HOST, first_bus=0x0d))
+    before = counts(lite.db)
+    assert run_import(lite.conf, source, apply=True) == 1
+    out = capsys.readouterr().out
+    assert "at 0000:0c:00.0: cyborg_lite already has this device" in out
+    assert counts(lite.db) == before
+
+
+def test_conflicting_profile_refuses_and_changes_nothing(lite, source,
+                                                         capsys):
+    response = lite.client.post(
+        "/v2/device_profiles", headers=ADMIN,
+        json=[{"name": "import-one", "groups": [{"resources:GPU": "1"}]}])
+    assert response.status_code == 201
+    before = counts(lite.db)
+    assert run_import(lite.conf, source, apply=True) == 1
+    out = capsys.readouterr().out
+    assert "refused: device profile import-one" in out
+    assert "The import cannot be done" in out
+    assert counts(lite.db) == before
+
+
+def test_unknown_schema_is_refused_naming_the_revision(lite, tmp_path,
+                                                       capsys):
+    rows = cyborg17.recording()
+    rows["alembic_version"] = [{"version_num": "ede4e3f1a232"}]
+    url = cyborg17.load(f"sqlite:///{tmp_path}/old.sqlite", rows)
+    before = counts(lite.db)
+    assert run_import(lite.conf, url, apply=True) == 2
+    err = capsys.readouterr().err
+    assert "ede4e3f1a232" in err and "b47c8f2d1e3a" in err
+    assert counts(lite.db) == before
+
+
+def test_cyborg_lite_database_is_not_a_cyborg_database(lite, capsys):
+    assert run_import(lite.conf, lite.conf.database.connection) == 2
+    assert "is not a Cyborg database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", [
+    pytest.param("mariadb", marks=pytest.mark.mariadb),
+    pytest.param("postgresql", marks=pytest.mark.postgresql)])
+def test_source_on_a_server_is_read(tmp_path, backend, capsys):
+    lite = make_cyborg(tmp_path, inventory=False)
+    with databases.database(backend, tmp_path) as url:
+        cyborg17.load(url)
+        assert run_import(lite.conf, url, apply=True) == 0
+        assert resolved(lite, TWO_ARQ_INSTANCE).keys() == REAL_ANSWER.keys()
+        # nothing was written to the source
+        engine = sa.create_engine(url)
+        with engine.connect() as conn:
+            assert conn.scalar(sa.text(
+                "SELECT count(*) FROM extended_accelerator_requests")) == 5
+        engine.dispose()
+    lite.db.dispose()
+
+
+@pytest.mark.skipif(
+    os.environ.get("ACCEL_REAL_CYBORG") != "1",
+    reason="set ACCEL_REAL_CYBORG=1 to run against a real Cyborg 17")
+def test_a_live_real_cyborg_database_imports(tmp_path, capsys):
+    """``ACCEL_REAL_CYBORG_DB``: the URL of a database a running real
+    Cyborg wrote after ``tests/data/cyborg17/drive_real_cyborg.py``."""
+    url = os.environ["ACCEL_REAL_CYBORG_DB"]
+    lite = make_cyborg(tmp_path)
+    assert run_import(lite.conf, url) == 0
+    assert run_import(lite.conf, url, apply=True) == 0
+    out = capsys.readouterr().out
+    assert "imported as BindFailed" in out
+    assert run_import(lite.conf, url, apply=True) == 0
+    assert "Nothing to import" in capsys.readouterr().out
+    lite.db.dispose()
