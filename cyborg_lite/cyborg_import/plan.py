@@ -394,9 +394,9 @@ class _Planner:
                 in_use = False
             elif in_use:
                 self.settle(f"{what} is marked in use by no ARQ: imported "
-                            "in use, so it is never handed out; once no "
-                            "instance uses it, import again with "
-                            "--free-orphan-handles")
+                            "in use, so it is never handed out; if no "
+                            "instance uses it, import with "
+                            "--free-orphan-handles to import it free")
             self.add("attach_handles", {
                 "uuid": row["uuid"], "deployable_uuid": deployable,
                 "type": row["attach_type"], "pci_address": address[0],
