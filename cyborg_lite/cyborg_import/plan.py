@@ -347,6 +347,10 @@ class _Planner:
             if row["attach_type"] == "MDEV":
                 cpid = next(c for c in self.rows["controlpath_ids"]
                             if c["id"] == row["cpid_id"])
+                mark = f"{info['asked_type']}_{row['uuid']}"
+                if info.get("vgpu_mark", mark) != mark:
+                    self.settle(f"{what}: Cyborg's vgpu_mark "
+                                f"{info['vgpu_mark']} is answered as {mark}")
                 return (_pci(json.loads(cpid["cpid_info"])),
                         info["asked_type"])
         except (KeyError, ValueError, AttributeError, StopIteration):

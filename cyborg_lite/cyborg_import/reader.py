@@ -19,7 +19,6 @@ so the snapshot is consistent even if Cyborg still runs.
 """
 
 import dataclasses
-import json
 
 import sqlalchemy as sa
 
@@ -57,20 +56,8 @@ def _read_only_url(url):
 
 
 def _begin_read_only(conn):
-    backend = conn.engine.dialect.name
-    if backend in ("mysql", "mariadb"):
+    if conn.engine.dialect.name != "sqlite":
         conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-    elif backend == "postgresql":
-        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-
-
-def _loads(value, what):
-    if value is None or isinstance(value, (dict, list)):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError as error:
-        raise exception.Invalid(reason=f"{what} is not JSON: {error}")
 
 
 def read(url):

@@ -34,11 +34,18 @@ FAKE_RP = "052d9e00-ae6b-3405-89f5-937c03c7f175"
 GROUP = {"resources:FPGA": "1", "trait:CUSTOM_FAKE_DEVICE": "required"}
 
 
-def main(url):
+def drive(url, suffix=""):
+    """Drive the real Cyborg at ``url``; profile names end in ``suffix``.
+
+    :returns: ``{"instances": {instance: [arq]}, "stuck": ..., "initial":
+        [arq], "arqs": {arq: [state, instance, handle]}}`` as real Cyborg
+        answered.
+    """
     url = url.rstrip("/") + "/v2"
     done = {"instances": {}}
-    for name, groups in (("import-one", [GROUP]),
-                         ("import-two", [dict(GROUP, **{
+    one, two = "import-one" + suffix, "import-two" + suffix
+    for name, groups in ((one, [GROUP]),
+                         (two, [dict(GROUP, **{
                              "resources:FPGA": "2"})])):
         resp = requests.post(f"{url}/device_profiles", headers=ADMIN,
                              json=[{"name": name, "groups": groups,
@@ -59,26 +66,25 @@ def main(url):
         return requests.patch(f"{url}/accelerator_requests", headers=NOVA,
                               json=body)
 
-    for profile in ("import-one", "import-two"):
+    for profile in (one, two):
         instance = str(uuid.uuid4())
         arqs = create(profile)
         bind(arqs, FAKE_RP, instance).raise_for_status()
         done["instances"][instance] = arqs
     # An ARQ bound to a provider no deployable has: Cyborg moves it to
     # BindStarted and never rolls it back.
-    stuck = create("import-one")
+    stuck = create(one)
     resp = bind(stuck, str(uuid.uuid4()), str(uuid.uuid4()))
     done["stuck"] = {"arqs": stuck, "status": resp.status_code}
-    done["initial"] = create("import-one")
+    done["initial"] = create(one)
     time.sleep(2)
     resp = requests.get(f"{url}/accelerator_requests", headers=NOVA)
     done["arqs"] = {a["uuid"]: [a["state"], a["instance_uuid"],
-                                a["attach_handle_uuid"] if
-                                "attach_handle_uuid" in a else None]
+                                a.get("attach_handle_uuid")]
                     for a in resp.json()["arqs"]}
-    json.dump(done, sys.stdout, indent=2)
-    print()
+    return done
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    json.dump(drive(sys.argv[1]), sys.stdout, indent=2)
+    print()

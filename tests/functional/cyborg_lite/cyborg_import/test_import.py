@@ -17,6 +17,7 @@ calls Nova makes after the switch, against cyborg_lite."""
 
 import argparse
 import os
+import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -24,6 +25,7 @@ import sqlalchemy as sa
 from cyborg_lite.cmd.manage import cyborg as cyborg_cmd
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
+from tests.data.cyborg17 import drive_real_cyborg
 from tests.fixtures import cyborg17
 from tests.fixtures import databases
 from tests.fixtures.cyborg import headers
@@ -45,7 +47,6 @@ REAL_ANSWER = {
         ("0b031139-c19d-449f-ba92-26b1886ab51f", "3"),
 }
 STUCK_ARQ = "8a5534d2-9fa4-4d8a-93e9-94d7880182d4"
-STUCK_INSTANCE = "48a981be-8066-4298-ba1b-b1588a1e921f"
 
 
 def run_import(conf, source, apply=False, free=False):
@@ -112,71 +113,100 @@ def test_dry_run_changes_nothing_and_says_what_it_would_do(lite, source,
     assert counts(lite.db) == before
 
 
-def test_nova_flow_after_import(lite, source, capsys):
-    before = counts(lite.db)
-    assert run_import(lite.conf, source, apply=True) == 0
-    after = counts(lite.db)
-    assert after["arqs"] == before["arqs"] + 5
-    assert after["attach_handles"] == before["attach_handles"] + 16
+def free_handles(db, rp_uuid=cyborg17.FAKE_RP):
+    with db.transaction(read_only=True) as session:
+        return set(session.scalars(
+            sa.select(models.AttachHandle.uuid)
+            .join(models.Deployable,
+                  models.Deployable.id == models.AttachHandle.deployable_id)
+            .where(models.Deployable.rp_uuid == rp_uuid,
+                   models.AttachHandle.in_use.is_(False))))
 
-    # Bound ARQs answer with the same handles real Cyborg gave them.
-    found = resolved(lite, TWO_ARQ_INSTANCE)
-    assert set(found) == set(REAL_ANSWER)
-    for arq_uuid, (handle, function) in REAL_ANSWER.items():
-        arq = found[arq_uuid]
-        assert arq["state"] == "Bound"
-        assert arq["device_rp_uuid"] == cyborg17.FAKE_RP
-        assert arq["attach_handle_uuid"] == handle
-        assert arq["attach_handle_type"] == "TEST_PCI"
-        assert arq["attach_handle_info"] == {
-            "domain": "0000", "bus": "0c", "device": "00",
-            "function": function}
-    kept = resolved(lite, ONE_ARQ_INSTANCE)
-    kept_handle = next(iter(kept.values()))["attach_handle_uuid"]
-    stuck = resolved(lite, STUCK_INSTANCE)
-    assert stuck[STUCK_ARQ]["state"] == "BindFailed"
 
-    # Delete by instance frees the handles.
+def nova_flow(lite, driven, profile, capsys, source):
+    """What Nova does after the switch, against what real Cyborg answered
+    before it (``driven``, see drive_real_cyborg.py)."""
+    bound = {i: arqs for i, arqs in driven["instances"].items()}
+    # Resolved ARQs are found with the handles real Cyborg gave them.
+    for instance, arqs in bound.items():
+        found = resolved(lite, instance)
+        assert set(found) == set(arqs)
+        for arq_uuid, arq in found.items():
+            assert arq["state"] == "Bound"
+            assert arq["device_rp_uuid"] == cyborg17.FAKE_RP
+            assert arq["attach_handle_uuid"] == driven["arqs"][arq_uuid][2]
+    stuck = driven["stuck"]["arqs"][0]
+    stuck_instance = driven["arqs"][stuck][1]
+    assert resolved(lite, stuck_instance)[stuck]["state"] == "BindFailed"
+
+    # Delete by instance frees the handles, and only those.
+    first, *others = bound
     held = handles_in_use(lite.db)
     response = lite.client.delete(
-        f"/v2/accelerator_requests?instance={TWO_ARQ_INSTANCE}",
-        headers=NOVA)
+        f"/v2/accelerator_requests?instance={first}", headers=NOVA)
     assert response.status_code == 204
-    freed = {h for h, _ in REAL_ANSWER.values()}
+    freed = {driven["arqs"][a][2] for a in bound[first]}
     assert handles_in_use(lite.db) == held - freed
     assert lite.client.delete(
-        f"/v2/accelerator_requests?instance={STUCK_INSTANCE}",
+        f"/v2/accelerator_requests?instance={stuck_instance}",
         headers=NOVA).status_code == 204
 
-    # New binds take free handles of the imported deployable only.
-    response = lite.client.post("/v2/accelerator_requests", headers=NOVA,
-                                json={"device_profile_name": "import-one"})
-    assert response.status_code == 201
+    # New binds take the free handles, never one in use.
+    free = free_handles(lite.db)
+    in_use = handles_in_use(lite.db)
     taken = set()
-    for index in range(15):
-        response = lite.client.post(
-            "/v2/accelerator_requests", headers=NOVA,
-            json={"device_profile_name": "import-one"})
+    for index in range(len(free) + 1):
+        response = lite.client.post("/v2/accelerator_requests",
+                                    headers=NOVA,
+                                    json={"device_profile_name": profile})
+        assert response.status_code == 201
         arq = response.get_json()["arqs"][0]["uuid"]
         instance = f"00000000-0000-4000-8000-{index:012d}"
-        assert bind(lite, [arq], instance).status_code == 202
+        bind(lite, [arq], instance)
         found = resolved(lite, instance)[arq]
-        assert found["state"] == "Bound"
-        taken.add(found["attach_handle_uuid"])
-    assert kept_handle not in taken and len(taken) == 15
-    response = lite.client.post("/v2/accelerator_requests", headers=NOVA,
-                                json={"device_profile_name": "import-one"})
-    arq = response.get_json()["arqs"][0]["uuid"]
-    instance = "00000000-0000-4000-8000-999999999999"
-    bind(lite, [arq], instance)
-    assert resolved(lite, instance)[arq]["state"] == "BindFailed"
+        if index == len(free):
+            assert found["state"] == "BindFailed"
+        else:
+            assert found["state"] == "Bound"
+            taken.add(found["attach_handle_uuid"])
+    assert taken == free and not taken & in_use
+    for instance in others:
+        assert resolved(lite, instance)
 
     # Running the import again imports nothing, whatever happened since.
     capsys.readouterr()
     assert run_import(lite.conf, source, apply=True) == 0
     out = capsys.readouterr().out
     assert "Nothing to import: everything was imported before." in out
-    assert "accelerator_requests: 0 to import, 5 imported before" in out
+
+
+def test_nova_flow_after_import(lite, source, capsys):
+    before = counts(lite.db)
+    assert run_import(lite.conf, source, apply=True) == 0
+    after = counts(lite.db)
+    assert after["arqs"] == before["arqs"] + 5
+    assert after["attach_handles"] == before["attach_handles"] + 16
+    # attach_handle_info as real Cyborg answered it, with two-digit device
+    found = resolved(lite, TWO_ARQ_INSTANCE)
+    for arq_uuid, (handle, function) in REAL_ANSWER.items():
+        assert found[arq_uuid]["attach_handle_type"] == "TEST_PCI"
+        assert found[arq_uuid]["attach_handle_info"] == {
+            "domain": "0000", "bus": "0c", "device": "00",
+            "function": function}
+    nova_flow(lite, cyborg17.driven(), "import-one", capsys, source)
+
+
+def test_second_import_takes_only_what_is_new(lite, tmp_path, capsys):
+    rows = cyborg17.recording()
+    rows["extended_accelerator_requests"].pop()
+    earlier = cyborg17.load(f"sqlite:///{tmp_path}/earlier.sqlite", rows)
+    assert run_import(lite.conf, earlier, apply=True) == 0
+    later = cyborg17.load(f"sqlite:///{tmp_path}/later.sqlite")
+    capsys.readouterr()
+    assert run_import(lite.conf, later, apply=True) == 0
+    out = capsys.readouterr().out
+    assert "accelerator_requests: 1 to import, 4 imported before" in out
+    assert "devices: 0 to import, 1 imported before" in out
 
 
 def test_inventory_sync_keeps_imported_devices(lite, source):
@@ -253,18 +283,30 @@ def test_source_on_a_server_is_read(tmp_path, backend, capsys):
     lite.db.dispose()
 
 
-@pytest.mark.skipif(
-    os.environ.get("ACCEL_REAL_CYBORG") != "1",
-    reason="set ACCEL_REAL_CYBORG=1 to run against a real Cyborg 17")
-def test_a_live_real_cyborg_database_imports(tmp_path, capsys):
-    """``ACCEL_REAL_CYBORG_DB``: the URL of a database a running real
-    Cyborg wrote after ``tests/data/cyborg17/drive_real_cyborg.py``."""
-    url = os.environ["ACCEL_REAL_CYBORG_DB"]
-    lite = make_cyborg(tmp_path)
-    assert run_import(lite.conf, url) == 0
-    assert run_import(lite.conf, url, apply=True) == 0
-    out = capsys.readouterr().out
-    assert "imported as BindFailed" in out
-    assert run_import(lite.conf, url, apply=True) == 0
-    assert "Nothing to import" in capsys.readouterr().out
-    lite.db.dispose()
+@pytest.fixture(scope="module")
+def live_cyborg():
+    """A running real Cyborg 17 (``ACCEL_REAL_CYBORG=1`` and
+    ``ACCEL_REAL_CYBORG_DIR``: a started copy of shared/realcyborg, see
+    tests/data/cyborg17/SOURCES.rst), driven once as Nova would."""
+    directory = os.environ.get("ACCEL_REAL_CYBORG_DIR", "")
+    if os.environ.get("ACCEL_REAL_CYBORG") != "1" or not os.path.exists(
+            os.path.join(directory, "run", "url")):
+        pytest.skip("set ACCEL_REAL_CYBORG=1 and ACCEL_REAL_CYBORG_DIR to "
+                    "a started real Cyborg")
+    with open(os.path.join(directory, "run", "url"),
+              encoding="utf-8") as handle:
+        url = handle.read().strip()
+    driven = drive_real_cyborg.drive(url, suffix="-" + uuid.uuid4().hex[:6])
+    source = f"sqlite:///{directory}/data/cyborg.sqlite"
+    return driven, source
+
+
+def test_live_real_cyborg_database_imports(lite, live_cyborg, capsys):
+    driven, source = live_cyborg
+    assert run_import(lite.conf, source) == 0
+    assert run_import(lite.conf, source, apply=True) == 0
+    assert "imported as BindFailed" in capsys.readouterr().out
+    profile = next(a for a in resolved(
+        lite, next(iter(driven["instances"]))).values())[
+        "device_profile_name"]
+    nova_flow(lite, driven, profile, capsys, source)

@@ -169,3 +169,17 @@ def test_everything_imported_before_plans_nothing_even_when_deleted():
     assert again.before["accelerator_requests"] == 5
     assert again.lines()[-1] == (
         "Nothing to import: everything was imported before.")
+
+
+def test_mdev_handle_takes_its_address_from_the_controlpath():
+    rows = cyborg17.recording()
+    handle = rows["attach_handles"][15]
+    handle["attach_type"] = "MDEV"
+    handle["attach_info"] = ('{"asked_type": "nvidia-223", '
+                             '"vgpu_mark": "nvidia-223_0"}')
+    result = _plan(rows)
+    planned = _handle(result, handle["uuid"])
+    assert (planned["pci_address"], planned["mdev_type"]) == (
+        "0000:0c:00.0", "nvidia-223")
+    assert any("vgpu_mark nvidia-223_0 is answered as" in line
+               for line in result.settled)
