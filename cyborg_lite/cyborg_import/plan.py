@@ -308,6 +308,9 @@ class _Planner:
                 "bitstream_id": row["bitstream_id"],
                 "created_at": row["created_at"]})
             self.deployable[row["id"]] = row["uuid"]
+            self.settle(f"{what}: no Ironic inventory region of its host "
+                        "has its device's PCI address; kept usable under "
+                        f"Cyborg's provider {row['rp_uuid']}")
 
     def attributes(self):
         for row in self.rows["attributes"]:

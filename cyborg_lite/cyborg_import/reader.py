@@ -80,7 +80,7 @@ def read(url):
                 rows[name] = [dict(row._mapping) for row in conn.execute(
                     sa.select(table).order_by(table.c.id))]
             conn.rollback()
-    except sa.exc.OperationalError as error:
+    except sa.exc.DBAPIError as error:
         raise exception.NotACyborgDatabase(
             url=shown, reason=f"cannot read it ({error.orig})")
     finally:
