@@ -27,6 +27,7 @@ from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.data.cyborg17 import drive_real_cyborg
 from tests.fixtures import cyborg17
+from tests.fixtures import cyborg_server
 from tests.fixtures import databases
 from tests.fixtures.cyborg import headers
 from tests.fixtures.cyborg import make_cyborg
@@ -193,6 +194,14 @@ def test_nova_flow_after_import(lite, source, capsys):
         assert found[arq_uuid]["attach_handle_info"] == {
             "domain": "0000", "bus": "0c", "device": "00",
             "function": function}
+    # The admin views (openstack accelerator device/deployable list).
+    recorded = cyborg17.recording()
+    for kind, table in (("devices", "devices"),
+                        ("deployables", "deployables")):
+        response = lite.client.get(f"/v2/{kind}", headers=ADMIN)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        listed = {item["uuid"] for item in response.get_json()[kind]}
+        assert {r["uuid"] for r in recorded[table]} <= listed
     nova_flow(lite, cyborg17.driven(), "import-one", capsys, source)
 
 
@@ -258,6 +267,23 @@ def test_unknown_schema_is_refused_naming_the_revision(lite, tmp_path,
     err = capsys.readouterr().err
     assert "ede4e3f1a232" in err and "b47c8f2d1e3a" in err
     assert counts(lite.db) == before
+
+
+def test_console_script_dry_run_then_apply(tmp_path, source):
+    server = cyborg_server.CyborgServer(tmp_path)
+    server.write_config()
+    server.manage("db", "sync")
+    dry = server.manage("cyborg", "import", "--from", source)
+    assert "Dry run: nothing was changed" in dry.stdout
+    done = server.manage("cyborg", "import", "--from", source, "--apply")
+    assert "Imported, in one transaction." in done.stdout
+    again = server.manage("cyborg", "import", "--from", source, "--apply")
+    assert "Nothing to import" in again.stdout
+    missing = server.manage("cyborg", "import", "--from",
+                            f"sqlite:///{tmp_path}/absent.sqlite",
+                            check=False)
+    assert missing.returncode == 2
+    assert "is not a Cyborg database" in missing.stderr
 
 
 def test_cyborg_lite_database_is_not_a_cyborg_database(lite, capsys):
