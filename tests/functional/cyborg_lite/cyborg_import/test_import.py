@@ -313,7 +313,8 @@ def test_source_on_a_server_is_read(tmp_path, backend, capsys):
 def live_cyborg():
     """A running real Cyborg 17 (``ACCEL_REAL_CYBORG=1`` and
     ``ACCEL_REAL_CYBORG_DIR``: a started copy of shared/realcyborg, see
-    tests/data/cyborg17/SOURCES.rst), driven once as Nova would."""
+    tests/data/cyborg17/SOURCES.rst), driven once as Nova would;
+    ``ACCEL_REAL_CYBORG_DB``: its database when not the copy's sqlite."""
     directory = os.environ.get("ACCEL_REAL_CYBORG_DIR", "")
     if os.environ.get("ACCEL_REAL_CYBORG") != "1" or not os.path.exists(
             os.path.join(directory, "run", "url")):
@@ -323,7 +324,8 @@ def live_cyborg():
               encoding="utf-8") as handle:
         url = handle.read().strip()
     driven = drive_real_cyborg.drive(url, suffix="-" + uuid.uuid4().hex[:6])
-    source = f"sqlite:///{directory}/data/cyborg.sqlite"
+    source = os.environ.get("ACCEL_REAL_CYBORG_DB",
+                            f"sqlite:///{directory}/data/cyborg.sqlite")
     return driven, source
 
 
