@@ -16,6 +16,7 @@ MariaDB and PostgreSQL that already holds the example inventory; then the
 calls Nova makes after the switch, against cyborg_lite."""
 
 import argparse
+import hashlib
 import os
 import uuid
 
@@ -23,6 +24,7 @@ import pytest
 import sqlalchemy as sa
 
 from cyborg_lite.cmd.manage import cyborg as cyborg_cmd
+from cyborg_lite.cyborg_import import reader
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.data.cyborg17 import drive_real_cyborg
@@ -255,6 +257,31 @@ def test_conflicting_profile_refuses_and_changes_nothing(lite, source,
     assert "refused: device profile import-one" in out
     assert "The import cannot be done" in out
     assert counts(lite.db) == before
+
+
+def test_source_is_only_read(lite, source, capsys):
+    path = source.split("///", 1)[1]
+    with open(path, "rb") as handle:
+        before = hashlib.sha256(handle.read()).hexdigest()
+    assert run_import(lite.conf, source, apply=True) == 0
+    with open(path, "rb") as handle:
+        assert hashlib.sha256(handle.read()).hexdigest() == before
+    # the connection the import reads through refuses writes
+    engine = sa.create_engine(reader._read_only_url(source))
+    with engine.connect() as conn:
+        with pytest.raises(sa.exc.OperationalError, match="readonly"):
+            conn.execute(sa.text("DELETE FROM device_profiles"))
+    engine.dispose()
+
+
+def test_release_before_17_is_imported(lite, tmp_path, capsys):
+    rows = cyborg17.recording()
+    rows["alembic_version"] = [{"version_num": "6c77bd6afea5"}]
+    url = cyborg17.load(f"sqlite:///{tmp_path}/2025.sqlite", rows)
+    assert run_import(lite.conf, url, apply=True) == 0
+    out = capsys.readouterr().out
+    assert "2024.1-2026.1" in out and "device_state" not in out
+    assert resolved(lite, TWO_ARQ_INSTANCE).keys() == REAL_ANSWER.keys()
 
 
 def test_unknown_schema_is_refused_naming_the_revision(lite, tmp_path,
