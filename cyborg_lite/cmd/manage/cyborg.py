@@ -15,14 +15,19 @@
 Reads a Cyborg database (only reads) and prints what importing it would
 do, per kind, with one line per conflict and how it is settled. Without
 ``--apply`` nothing changes; with it everything is imported in one
-transaction. Exit codes: 0 the import can be done (or was done), 1 a
-conflict stops it, 2 the source cannot be read or its schema is unknown.
+transaction. With ``[placement]`` configured it also says whether the
+providers kept hold the allocations of their Bound ARQs. Exit codes: 0 the
+import can be done (or was done), 1 a conflict stops it, 2 the source
+cannot be read or its schema is unknown.
 """
 
 import sys
 
+from accel_common import clients
+from accel_common.placement import client as placement_client
 from cyborg_lite import exception
 from cyborg_lite.cyborg_import import importer
+from cyborg_lite.cyborg_import import placement
 from cyborg_lite.cyborg_import import reader
 from cyborg_lite.db import engine as db_engine
 
@@ -44,6 +49,11 @@ def cyborg_import(conf, args):
         db.dispose()
     for line in plan.lines():
         print(line)
+    if clients.is_configured(conf, "placement"):
+        client = placement_client.Client(
+            clients.connection(conf, "placement"))
+        for line in placement.check(client, plan):
+            print("placement: " + line)
     if not plan.can_apply:
         return 1
     if plan.empty:

@@ -23,6 +23,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from accel_tools.embedded import placement
 from cyborg_lite.cmd.manage import cyborg as cyborg_cmd
 from cyborg_lite.cyborg_import import reader
 from cyborg_lite.db import models
@@ -365,3 +366,63 @@ def test_live_real_cyborg_database_imports(lite, live_cyborg, capsys):
         lite, next(iter(driven["instances"]))).values())[
         "device_profile_name"]
     nova_flow(lite, driven, profile, capsys, source)
+
+
+def _placement(conn, method, url, body=None, ok=(200, 204)):
+    response = conn.placement.request(url, method, json=body,
+                                      microversion=placement.MICROVERSION)
+    assert response.status_code in ok, response.text
+    return response.json() if response.content else None
+
+
+def test_placement_check_compares_allocations_with_bound_arqs(
+        tmp_path, placement_server, placement_conn, capsys):
+    # Cyborg's provider, as its agent made it, under a fresh compute node.
+    root, host = placement.create_compute_node(placement_conn)
+    rp_uuid = str(uuid.uuid4())
+    rows = cyborg17.recording()
+    rows["deployables"][0]["rp_uuid"] = rp_uuid
+    instances = {}
+    for arq in rows["extended_accelerator_requests"]:
+        if arq["state"] == "Bound":
+            arq["device_rp_uuid"] = rp_uuid
+            arq["instance_uuid"] = instances.setdefault(
+                arq["instance_uuid"], str(uuid.uuid4()))
+    source = cyborg17.load(f"sqlite:///{tmp_path}/cyborg.sqlite", rows)
+    _placement(placement_conn, "POST", "/resource_providers", {
+        "uuid": rp_uuid, "name": f"{host}_FakeDevice",
+        "parent_provider_uuid": root})
+    _placement(placement_conn, "PUT", f"/resource_providers/{rp_uuid}/"
+               "inventories", {"resource_provider_generation": 0,
+                               "inventories": {"FPGA": {"total": 16}}})
+    one, two = instances.values()
+    for consumer, amount in ((one, 1), (two, 1)):
+        _placement(placement_conn, "PUT", f"/allocations/{consumer}", {
+            "allocations": {rp_uuid: {"resources": {"FPGA": amount}}},
+            "project_id": PROJECT, "user_id": "nova",
+            "consumer_generation": None, "consumer_type": "INSTANCE"})
+    lite = make_cyborg(tmp_path, inventory=False)
+    placement.apply_client_conf(lite.conf, "placement", placement_server.url)
+
+    assert run_import(lite.conf, source) == 0
+    out = capsys.readouterr().out
+    assert (f"placement: deployable realcyborg-local_FakeDevice "
+            f"({rows['deployables'][0]['uuid']}): Placement holds 2 FPGA "
+            f"allocated on provider {rp_uuid}, 3 Bound ARQ(s)") in out
+
+    # Nova's allocation of the two-ARQ server, as it really is: FPGA:2.
+    body = _placement(placement_conn, "GET", f"/allocations/{two}")
+    _placement(placement_conn, "PUT", f"/allocations/{two}", {
+        "allocations": {rp_uuid: {"resources": {"FPGA": 2}}},
+        "project_id": PROJECT, "user_id": "nova",
+        "consumer_generation": body["consumer_generation"],
+        "consumer_type": "INSTANCE"})
+    assert run_import(lite.conf, source, apply=True) == 0
+    out = capsys.readouterr().out
+    assert ("placement: 1 provider(s) hold exactly the allocations of "
+            "their Bound ARQs") in out
+    # nothing was written to Placement
+    usages = _placement(placement_conn, "GET",
+                        f"/resource_providers/{rp_uuid}/usages")
+    assert usages["usages"] == {"FPGA": 3}
+    lite.db.dispose()
