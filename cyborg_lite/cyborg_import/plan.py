@@ -169,8 +169,9 @@ class _Planner:
     def profiles(self):
         for row in self.rows["device_profiles"]:
             what = f"device profile {row['name']} ({row['uuid']})"
-            groups = _json(row["profile_json"], what + " profile_json",
-                           self.plan, {}).get("groups")
+            data = _json(row["profile_json"], what + " profile_json",
+                         self.plan, {})
+            groups = data.get("groups") if isinstance(data, dict) else None
             if not isinstance(groups, list) or not groups:
                 self.refuse(f"{what} has no groups")
                 continue

@@ -183,3 +183,12 @@ def test_mdev_handle_takes_its_address_from_the_controlpath():
         "0000:0c:00.0", "nvidia-223")
     assert any("vgpu_mark nvidia-223_0 is answered as" in line
                for line in result.settled)
+
+
+def test_unreadable_profile_json_is_refused():
+    rows = cyborg17.recording()
+    rows["device_profiles"][0]["profile_json"] = "[1, 2"
+    result = _plan(rows)
+    assert not result.can_apply
+    assert any("profile_json is not JSON" in line for line in result.refused)
+    assert result.lines()[-1].startswith("The import cannot be done")
