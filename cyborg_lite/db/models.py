@@ -206,3 +206,17 @@ class PeriodicLease(Base):
     last_ended_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
     last_outcome: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
+
+
+class CyborgImported(Base):
+    """A row ``cyborg-lite-manage cyborg import`` imported (by kind and
+    Cyborg uuid): imported before, even if deleted since."""
+
+    __tablename__ = "cyborg_imported"
+
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(32),
+                                              primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                              primary_key=True)
+    imported_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, default=utcnow)

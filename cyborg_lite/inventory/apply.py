@@ -42,6 +42,7 @@ from sqlalchemy.orm import attributes
 
 from accel_common import inventory
 from accel_common.placement import tree
+from cyborg_lite.cyborg_import import plan as cyborg_plan
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from cyborg_lite.programming import regions
@@ -336,7 +337,11 @@ def _apply(session, document):
             summary.add("devices", "updated" if changed else "unchanged")
     wanted = {d["id"] for d in document["devices"]}
     for source_id, device in devices.items():
-        if source_id in wanted:
+        # NOTE(cyborg_lite): a device imported from Cyborg is in no
+        # inventory document; it keeps Cyborg's provider and is not the
+        # document's to remove.
+        if source_id in wanted or source_id.startswith(
+                cyborg_plan.PREFIX):
             continue
         deployables = session.execute(
             sa.select(models.Deployable).where(

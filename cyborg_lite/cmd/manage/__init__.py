@@ -13,7 +13,8 @@
 """``cyborg-lite-manage``: administrative commands.
 
 One module per command group: ``db``, ``inventory``, ``pools`` and
-``programming``, ``notifications``, and ``placement`` (whose
+``programming``, ``notifications``, ``cyborg`` (import a Cyborg
+database), and ``placement`` (whose
 ``migrate-flat`` moved to ``ironic-accel-manage``). Each module's
 ``add_commands(subparsers)`` adds its parsers, each of which sets
 ``func=callable(conf, args) -> exit code`` through ``set_defaults``.
@@ -24,6 +25,7 @@ import sys
 from oslo_config import cfg
 
 from cyborg_lite import service
+from cyborg_lite.cmd.manage import cyborg
 from cyborg_lite.cmd.manage import db
 from cyborg_lite.cmd.manage import inventory
 from cyborg_lite.cmd.manage import notifications
@@ -31,7 +33,7 @@ from cyborg_lite.cmd.manage import placement
 from cyborg_lite.cmd.manage import programming
 
 #: the command group modules, in the order ``--help`` lists them.
-GROUPS = (db, inventory, placement, programming, notifications)
+GROUPS = (db, inventory, placement, programming, notifications, cyborg)
 
 #: exit code of ``inventory sync`` when another pass kept the lease.
 LEASE_BUSY = inventory.LEASE_BUSY

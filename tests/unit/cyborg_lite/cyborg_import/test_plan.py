@@ -1,0 +1,194 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The import plan of inconsistent Cyborg databases (no database: rows as
+real Cyborg 17 wrote them, see tests/data/cyborg17, then broken)."""
+
+from cyborg_lite.cyborg_import import plan
+from cyborg_lite.cyborg_import import reader
+from cyborg_lite.cyborg_import import schema
+from tests.fixtures import cyborg17
+
+CYBORG_17 = schema.Schema("b47c8f2d1e3a", "2026.2 (Cyborg 17)", True)
+BOUND_ONE = "cc600de7-29bc-448f-8a11-5cf9a2ee4cef"
+
+
+def _plan(rows=None, existing=None, **kwargs):
+    source = reader.Source(CYBORG_17, rows or cyborg17.recording())
+    return plan.make(source, existing or plan.Existing(), **kwargs)
+
+
+def _arq(result, uuid):
+    return next(a for a in result.rows["accelerator_requests"]
+                if a["uuid"] == uuid)
+
+
+def _handle(result, uuid):
+    return next(h for h in result.rows["attach_handles"]
+                if h["uuid"] == uuid)
+
+
+def test_recording_imports_everything_with_cyborg_identity():
+    result = _plan()
+    assert result.can_apply and not result.refused
+    assert {k: len(v) for k, v in result.rows.items()} == {
+        "device_profiles": 2, "devices": 1, "deployables": 1,
+        "attributes": 2, "attach_handles": 16, "accelerator_requests": 5}
+    deployable = result.rows["deployables"][0]
+    assert deployable["rp_uuid"] == cyborg17.FAKE_RP
+    assert deployable["resource_class"] == "FPGA"
+    assert deployable["region_id"].startswith(plan.PREFIX)
+    assert result.rows["devices"][0]["pci_address"] == "0000:0c:00.0"
+    held = [h for h in result.rows["attach_handles"] if h["in_use"]]
+    assert sorted(h["arq_uuid"] for h in held) == sorted(
+        a["uuid"] for a in result.rows["accelerator_requests"]
+        if a["state"] == "Bound")
+
+
+def test_stuck_bind_started_becomes_bind_failed_with_a_line():
+    result = _plan()
+    stuck = [a for a in cyborg17.recording()[
+        "extended_accelerator_requests"] if a["state"] == "BindStarted"]
+    assert len(stuck) == 1
+    arq = _arq(result, stuck[0]["uuid"])
+    assert arq["state"] == "BindFailed"
+    assert arq["instance_uuid"] == stuck[0]["instance_uuid"]
+    assert any(stuck[0]["uuid"] in line and "BindStarted" in line
+               for line in result.settled)
+
+
+def test_handle_in_use_by_no_arq_is_kept_in_use_unless_asked():
+    rows = cyborg17.recording()
+    orphan = rows["attach_handles"][10]
+    orphan["in_use"] = True
+    kept = _plan(rows)
+    assert _handle(kept, orphan["uuid"])["in_use"] is True
+    assert _handle(kept, orphan["uuid"])["arq_uuid"] is None
+    assert any(orphan["uuid"] in line and "in use by no ARQ" in line
+               for line in kept.settled)
+    freed = _plan(rows, free_orphan_handles=True)
+    assert _handle(freed, orphan["uuid"])["in_use"] is False
+
+
+def test_bound_arq_on_a_deleted_deployable_becomes_bind_failed():
+    rows = cyborg17.recording()
+    arq = next(a for a in rows["extended_accelerator_requests"]
+               if a["uuid"] == BOUND_ONE)
+    arq["deployable_id"] = 99
+    arq["attach_handle_id"] = None
+    result = _plan(rows)
+    assert _arq(result, BOUND_ONE)["state"] == "BindFailed"
+    assert any(BOUND_ONE in line and "deployable id 99" in line
+               for line in result.settled)
+    # its handle was still marked in use: kept so, and said
+    assert any("in use by no ARQ" in line for line in result.settled)
+
+
+def test_bound_arq_with_a_handle_not_marked_in_use_takes_it():
+    rows = cyborg17.recording()
+    arq = next(a for a in rows["extended_accelerator_requests"]
+               if a["uuid"] == BOUND_ONE)
+    handle = next(h for h in rows["attach_handles"]
+                  if h["id"] == arq["attach_handle_id"])
+    handle["in_use"] = False
+    result = _plan(rows)
+    assert _handle(result, handle["uuid"])["in_use"] is True
+    assert _handle(result, handle["uuid"])["arq_uuid"] == BOUND_ONE
+
+
+def test_two_arqs_holding_one_handle_are_refused():
+    rows = cyborg17.recording()
+    bound = [a for a in rows["extended_accelerator_requests"]
+             if a["state"] == "Bound"]
+    bound[1]["attach_handle_id"] = bound[0]["attach_handle_id"]
+    result = _plan(rows)
+    assert not result.can_apply
+    assert any("held by 2 Bound ARQs" in line for line in result.refused)
+
+
+def test_same_profile_under_another_uuid_is_reused():
+    rows = cyborg17.recording()
+    profile = rows["device_profiles"][0]
+    groups = [{"resources:FPGA": "1",
+               "trait:CUSTOM_FAKE_DEVICE": "required"}]
+    existing = plan.Existing(profiles={"lite-uuid": (profile["name"],
+                                                     groups)},
+                             profile_names={profile["name"]: "lite-uuid"})
+    result = _plan(rows, existing)
+    assert result.can_apply
+    assert len(result.rows["device_profiles"]) == 1
+    uses = {a["profile_uuid"] for a in result.rows["accelerator_requests"]
+            if a["device_profile_name"] == profile["name"]}
+    assert uses == {"lite-uuid"}
+
+
+def test_other_profile_of_the_same_name_is_refused():
+    profile = cyborg17.recording()["device_profiles"][0]
+    existing = plan.Existing(
+        profiles={"lite-uuid": (profile["name"], [{"resources:GPU": "1"}])},
+        profile_names={profile["name"]: "lite-uuid"})
+    result = _plan(existing=existing)
+    assert not result.can_apply
+    assert any("rename one of them" in line for line in result.refused)
+
+
+def test_provider_owned_by_another_deployable_is_refused():
+    existing = plan.Existing(rp_uuids={cyborg17.FAKE_RP: "other"})
+    result = _plan(existing=existing)
+    assert not result.can_apply
+    assert any(cyborg17.FAKE_RP in line for line in result.refused)
+
+
+def test_deployable_without_provider_is_left_out_with_its_arqs_failed():
+    rows = cyborg17.recording()
+    rows["deployables"][0]["rp_uuid"] = None
+    result = _plan(rows)
+    assert not result.rows["deployables"]
+    assert not result.rows["attach_handles"]
+    assert _arq(result, BOUND_ONE)["state"] == "BindFailed"
+    assert any("has no resource provider" in line
+               for line in result.settled)
+
+
+def test_everything_imported_before_plans_nothing_even_when_deleted():
+    first = _plan()
+    existing = plan.Existing()
+    for kind, items in first.rows.items():
+        existing.imported[kind] = {values["uuid"] for values in items}
+    again = _plan(existing=existing)
+    assert again.empty and again.can_apply
+    assert again.before["accelerator_requests"] == 5
+    assert again.lines()[-1] == (
+        "Nothing to import: everything was imported before.")
+
+
+def test_mdev_handle_takes_its_address_from_the_controlpath():
+    rows = cyborg17.recording()
+    handle = rows["attach_handles"][15]
+    handle["attach_type"] = "MDEV"
+    handle["attach_info"] = ('{"asked_type": "nvidia-223", '
+                             '"vgpu_mark": "nvidia-223_0"}')
+    result = _plan(rows)
+    planned = _handle(result, handle["uuid"])
+    assert (planned["pci_address"], planned["mdev_type"]) == (
+        "0000:0c:00.0", "nvidia-223")
+    assert any("vgpu_mark nvidia-223_0 is answered as" in line
+               for line in result.settled)
+
+
+def test_unreadable_profile_json_is_refused():
+    rows = cyborg17.recording()
+    rows["device_profiles"][0]["profile_json"] = "[1, 2"
+    result = _plan(rows)
+    assert not result.can_apply
+    assert any("profile_json is not JSON" in line for line in result.refused)
+    assert result.lines()[-1].startswith("The import cannot be done")
