@@ -116,6 +116,17 @@ class ChecksumMismatch(AgentError):
     code = "agent.checksum_mismatch"
 
 
+class UnsupportedDevice(AgentError):
+    msg_fmt = "Driver %(driver)s cannot serve %(what)s: %(reason)s"
+    code = "agent.unsupported_device"
+
+
+class UnknownToolOutput(AgentError):
+    msg_fmt = ("Driver %(driver)s does not understand the output of "
+               "%(tool)s (%(version)s): %(reason)s")
+    code = "agent.unknown_tool_output"
+
+
 class MdevError(AgentError):
     msg_fmt = ("Mediated device %(mdev_uuid)s on %(pci_address)s: "
                "%(reason)s")

@@ -108,6 +108,15 @@ agent_opts = [
         "fpgaconf_path",
         default="fpgaconf",
         help="intel_opae driver: the OPAE fpgaconf tool."),
+    cfg.ListOpt(
+        "enabled_vgpu_types",
+        default=[],
+        help="nvidia_mdev driver: the vGPU types (e.g. nvidia-241) offered "
+             "on a GPU that runs one type at a time (pre-Ampere, time-"
+             "sliced), first present wins, as Nova's [devices] "
+             "enabled_mdev_types. Empty: the type already in use on the "
+             "GPU, else the one with the most instances. Offering every "
+             "type at once would count a GPU's capacity several times."),
     cfg.StrOpt(
         "xbmgmt_path",
         default="xbmgmt",

@@ -23,6 +23,11 @@ Programming runs ``fpgaconf --bus B --device D --function F image.gbs``
 (plus ``--segment S`` off PCI segment 0) and reads ``afu_id`` back. Attach
 handles are the VFs the PF has enabled (port N is assigned to VF N), else the
 PF itself.
+
+With SR-IOV (the kernel's Documentation/fpga/dfl.rst, "FPGA virtualization"),
+the FME stays on the PF and a port released to a VF is enumerated under the
+VF: that port is a region of the PF's card, with the VF as its handle; the VF
+is never a card of its own.
 """
 
 import glob
@@ -50,6 +55,10 @@ def afu_id_to_uuid(afu_id):
     return afu_id.strip()
 
 
+def _port_order(index):
+    return (0, int(index)) if index.isdigit() else (1, index)
+
+
 class IntelOpaeDriver(base.AcceleratorDriver):
     """Intel FPGAs: sysfs discovery, ``fpgaconf`` programming."""
 
@@ -60,7 +69,8 @@ class IntelOpaeDriver(base.AcceleratorDriver):
         self.sysfs = _host.Sysfs(conf.agent.sysfs_root)
 
     def _devices(self):
-        """PF PCI address -> list of (port index, port directory)."""
+        """PF PCI address -> list of (port index, port directory, VF the
+        port was released to or None)."""
         found = {}
         for class_parts, pattern, prefix in _LAYOUTS:
             for device_dir in sorted(glob.glob(
@@ -70,12 +80,16 @@ class IntelOpaeDriver(base.AcceleratorDriver):
                 if not pci_address or not _host.PCI_ADDRESS.match(
                         pci_address):
                     continue
+                pf = self.sysfs.link_name(os.path.join(
+                    self.sysfs.pci_device(pci_address), "physfn"))
+                released_to = pci_address if pf else None
                 for port_dir in sorted(glob.glob(
                         os.path.join(device_dir, prefix + "*"))):
                     index = port_dir.rsplit(".", 1)[-1]
-                    found.setdefault(pci_address, []).append(
-                        (index, port_dir))
-        return found
+                    found.setdefault(pf or pci_address, []).append(
+                        (index, port_dir, released_to))
+        return {pf: sorted(ports, key=lambda p: _port_order(p[0]))
+                for pf, ports in found.items()}
 
     def discover(self):
         """Intel FPGAs with one region per port."""
@@ -84,8 +98,10 @@ class IntelOpaeDriver(base.AcceleratorDriver):
             vendor_id, product_id = self.sysfs.pci_ids(pci_address)
             vfs = self.sysfs.virtual_functions(pci_address)
             regions = []
-            for position, (index, port_dir) in enumerate(ports):
-                if position < len(vfs):
+            for position, (index, port_dir, released_to) in enumerate(ports):
+                if released_to:
+                    handles = [{"type": "PCI", "pci_address": released_to}]
+                elif position < len(vfs):
                     handles = [{"type": "PCI", "pci_address": vfs[position]}]
                 else:
                     handles = [{"type": "PCI", "pci_address": pci_address}]
@@ -104,7 +120,8 @@ class IntelOpaeDriver(base.AcceleratorDriver):
         return devices
 
     def _port_dir(self, region):
-        for index, port_dir in self._devices().get(region.pci_address, []):
+        for index, port_dir, _ in self._devices().get(region.pci_address,
+                                                      []):
             if index == region.region_id:
                 return port_dir
         raise exception.RegionNotFound(pci_address=region.pci_address,

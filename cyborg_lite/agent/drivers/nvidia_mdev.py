@@ -19,14 +19,32 @@ it writes ``1`` to ``/sys/bus/mdev/devices/<uuid>/remove`` (the kernel's mdev
 ABI). On SR-IOV GPUs (Ampere and later) the parents are VFs: they are
 reported under their PF, the address Ironic knows the card by, and VFs are
 never offered as whole GPUs (cubecos#1262).
+
+Only NVIDIA parents are claimed: PCI vendor 0x10de and ``nvidia-*`` types
+(an Intel GVT-g iGPU's ``i915-*`` types and an s390 ``vfio_ccw-*`` parent are
+other drivers' business). A pre-Ampere GPU is its own parent and runs one
+vGPU type at a time: it offers the handles of one type only
+(``[agent] enabled_vgpu_types``), not of every type at once. vGPU 17 and
+later on Ampere and newer GPUs uses NVIDIA's vendor-specific VFIO on SR-IOV
+VFs and no mdev bus at all: such a GPU is refused with a message naming the
+driver generation, never silently skipped.
 """
 
 import os
 import uuid
 
+from oslo_log import log as logging
+
 from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
+
+LOG = logging.getLogger(__name__)
+
+NVIDIA_VENDOR = "0x10de"
+TYPE_PREFIX = "nvidia-"
+#: PCI class of display controllers (VGA 0x0300, 3D 0x0302).
+DISPLAY_CLASS = "0x03"
 
 
 class NvidiaMdevDriver(base.AcceleratorDriver):
@@ -38,8 +56,12 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
         super().__init__(conf)
         self.sysfs = _host.Sysfs(conf.agent.sysfs_root)
 
+    def _is_nvidia(self, pci_address):
+        vendor, _ = self.sysfs.pci_ids(pci_address)
+        return vendor.lower() == NVIDIA_VENDOR
+
     def _parents(self):
-        """mdev parent BDF -> its PF BDF (itself unless it is a VF)."""
+        """NVIDIA mdev parent BDF -> its PF BDF (itself unless a VF)."""
         bus = self.sysfs.path("class", "mdev_bus")
         try:
             names = sorted(os.listdir(bus))
@@ -48,7 +70,12 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
         parents = {}
         for name in names:
             physfn = self.sysfs.link_name(os.path.join(bus, name, "physfn"))
-            parents[name] = physfn or name
+            pf = physfn or name
+            if not (_host.PCI_ADDRESS.match(name) and self._is_nvidia(pf)):
+                LOG.debug("nvidia_mdev: mdev parent %s is not an NVIDIA "
+                          "GPU; left to other drivers", name)
+                continue
+            parents[name] = pf
         return parents
 
     def _types_dir(self, parent):
@@ -56,7 +83,7 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
                                "mdev_supported_types")
 
     def _types(self, parent):
-        """mdev type -> (available instances, created instances)."""
+        """NVIDIA mdev type -> (available instances, created instances)."""
         types = {}
         base_dir = self._types_dir(parent)
         try:
@@ -64,6 +91,8 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
         except FileNotFoundError:
             return types
         for name in names:
+            if not name.startswith(TYPE_PREFIX):
+                continue
             type_dir = os.path.join(base_dir, name)
             available = int(self.sysfs.read(
                 os.path.join(type_dir, "available_instances"), "0") or 0)
@@ -74,18 +103,65 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
             types[name] = (available, created)
         return types
 
+    def _offered(self, parent, is_vf):
+        """The types a parent offers handles for: all of a VF's (it runs
+        one vGPU), one of a time-sliced GPU's (see module doc)."""
+        types = self._types(parent)
+        if is_vf or len(types) <= 1:
+            return types
+        in_use = [t for t, (_, created) in types.items() if created]
+        if in_use:
+            chosen = in_use[0]
+        else:
+            enabled = [t for t in self.conf.agent.enabled_vgpu_types
+                       if t in types]
+            chosen = enabled[0] if enabled else max(
+                types, key=lambda t: (types[t][0], t))
+        return {chosen: types[chosen]}
+
+    def _vendor_vfio_gpus(self, known):
+        """NVIDIA GPUs with SR-IOV VFs but no mdev parent: vGPU 17+."""
+        devices_dir = self.sysfs.path("bus", "pci", "devices")
+        try:
+            names = sorted(os.listdir(devices_dir))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            path = os.path.join(devices_dir, name)
+            if name in known or os.path.exists(os.path.join(path,
+                                                            "physfn")):
+                continue
+            pci_class = self.sysfs.read(os.path.join(path, "class"), "")
+            if (self._is_nvidia(name)
+                    and pci_class.lower().startswith(DISPLAY_CLASS)
+                    and self.sysfs.virtual_functions(name)):
+                found.append(name)
+        return found
+
     def discover(self):
-        """GPUs with one MDEV attach handle per possible vGPU instance."""
+        """GPUs with one MDEV attach handle per possible vGPU instance.
+
+        :raises UnsupportedDevice: for an NVIDIA GPU whose vGPUs are SR-IOV
+            VFs on vendor-specific VFIO (vGPU 17+), which has no mdev bus.
+        """
         by_pf = {}
         for parent, pf in self._parents().items():
             by_pf.setdefault(pf, []).append(parent)
+        unsupported = self._vendor_vfio_gpus(set(by_pf))
+        if unsupported:
+            raise exception.UnsupportedDevice(
+                driver=self.name, what=", ".join(unsupported),
+                reason="NVIDIA vGPU 17 or later (SR-IOV VFs on NVIDIA's "
+                       "vendor-specific VFIO, no mdev bus); this driver "
+                       "serves mdev-based vGPU (16 and earlier) only")
         devices = []
         for pf, parents in sorted(by_pf.items()):
             vendor_id, product_id = self.sysfs.pci_ids(pf)
             handles = []
             for parent in sorted(parents):
-                for mdev_type, (available, created) in self._types(
-                        parent).items():
+                for mdev_type, (available, created) in self._offered(
+                        parent, is_vf=parent != pf).items():
                     handles.extend(
                         {"type": "MDEV", "pci_address": parent,
                          "mdev_type": mdev_type}

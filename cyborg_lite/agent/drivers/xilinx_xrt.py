@@ -17,12 +17,22 @@ user PF (same slot, function 1) is the attach handle given to a guest. The
 card runs one user image at a time (``program_mode`` ``single``), region
 ``0``; ``xbmgmt program --device <bdf> --user <xclbin>`` loads it and the
 xocl driver shows its UUID in the user PF's ``xclbinuuid``. Region ``base``
-stands for the shell (``--base --image``), a whole-card update normally left
-to Ironic.
+stands for the shell (``--base --image <installed partition name>``), a
+whole-card update normally left to Ironic.
+
+``xbmgmt examine`` prints its devices in two formats: up to XRT 2.12
+``[bdf] : <shell> mgmt(inst=N)``, from 2.13 a table ``BDF : Shell Platform
+UUID Device ID [Device Ready*]`` (from 2.14 with ``Logic UUID`` and a dashed
+rule). A card in its golden image or otherwise not
+ready (``NOTE: Device not ready for use``, ``n/a n/a``, ``Device Ready No``)
+has no user PF: it is logged and not offered. A device line neither format
+explains is an error naming the tool and XRT version, never a guessed card.
 """
 
 import os
 import re
+
+from oslo_log import log as logging
 
 from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
@@ -31,19 +41,62 @@ from cyborg_lite.agent.drivers import base
 USER_REGION = "0"
 BASE_REGION = "base"
 
+LOG = logging.getLogger(__name__)
+
 _DEVICE_LINE = re.compile(
     r"^\s*\[(?P<bdf>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\]"
-    r"\s*:\s*(?P<shell>\S+)")
+    r"\s*:\s*(?P<rest>.*)$")
+_VERSION = re.compile(r"^\s*Version\s*:\s*(?P<version>\d+\.\d+\S*)\s*$")
+_NOT_READY = ("NOTE: Device not ready", "n/a")
+
+
+def xrt_version(output):
+    """The XRT version ``xbmgmt examine`` reports (its ``XRT`` section)."""
+    in_xrt = False
+    for line in output.splitlines():
+        if line.strip() == "XRT":
+            in_xrt = True
+        elif in_xrt:
+            match = _VERSION.match(line)
+            if match:
+                return match.group("version")
+    return "unknown XRT version"
 
 
 def parse_examine(output):
-    """``xbmgmt examine`` text -> list of ``(bdf, shell)``."""
+    """``xbmgmt examine`` text -> list of ``(bdf, shell, ready)``, read from
+    its ``Devices present`` section (which a blank line ends; the per-device
+    reports of ``-r all`` after it are not devices).
+
+    :raises UnknownToolOutput: for a line of that section no known format
+        explains.
+    """
     devices = []
+    in_devices = False
     for line in output.splitlines():
+        stripped = line.strip()
+        if stripped == "Devices present":
+            in_devices = True
+            continue
+        if not in_devices:
+            continue
+        if not stripped:
+            in_devices = False
+            continue
+        if set(stripped) == {"-"} or stripped.startswith(
+                ("BDF", "0 devices found", "*")):
+            continue
         match = _DEVICE_LINE.match(line)
-        if match:
-            devices.append((match.group("bdf").lower(),
-                            match.group("shell")))
+        words = match.group("rest").split() if match else []
+        if not words:
+            raise exception.UnknownToolOutput(
+                driver="xilinx_xrt", tool="xbmgmt examine",
+                version=xrt_version(output),
+                reason=f"unexpected line {stripped!r} among the devices")
+        rest = match.group("rest")
+        ready = not (any(mark in rest for mark in _NOT_READY)
+                     or words[-1] == "No")
+        devices.append((match.group("bdf").lower(), words[0], ready))
     return devices
 
 
@@ -66,7 +119,17 @@ class XilinxXrtDriver(base.AcceleratorDriver):
                               self.conf.agent.tool_timeout)
 
     def _cards(self):
-        return dict(parse_examine(self._xbmgmt(["examine"])))
+        """mgmt PF BDF -> shell, of the cards ready for use."""
+        cards = {}
+        for bdf, shell, ready in parse_examine(self._xbmgmt(["examine"])):
+            if ready:
+                cards[bdf] = shell
+            else:
+                LOG.warning("xilinx_xrt: card %s (%s) is not ready for use "
+                            "(golden image, or no shell loaded); not "
+                            "offered until its shell is flashed", bdf,
+                            shell)
+        return cards
 
     def discover(self):
         """Alveo cards with their user PF as the attach handle."""
@@ -112,11 +175,19 @@ class XilinxXrtDriver(base.AcceleratorDriver):
         return base.reading(self._xclbin_uuid(region.pci_address.lower()))
 
     def program(self, region, image_path, function_id):
-        """``xbmgmt program --device <bdf> --user <xclbin>`` (or --base)."""
+        """``xbmgmt program --device <bdf> --user <xclbin>``, or for the
+        base region ``--base --image <partition>``: ``--image`` names an
+        installed shell partition (``function_id``), not a file."""
         self._check(region)
         if region.region_id == BASE_REGION:
+            if not function_id:
+                raise exception.InvalidRequest(
+                    reason="programming the base region needs the name of "
+                           "an installed shell partition as its function "
+                           "(xbmgmt program --base --image takes a name, "
+                           "not a file)")
             args = ["program", "--device", region.pci_address, "--base",
-                    "--image", image_path]
+                    "--image", function_id]
         else:
             args = ["program", "--device", region.pci_address, "--user",
                     image_path]

@@ -36,16 +36,36 @@ def _driver(root):
     return nvidia_mdev.NvidiaMdevDriver(make_conf(sysfs_root=root))
 
 
-def test_discover_offers_one_handle_per_possible_vgpu(root):
+def test_a_time_sliced_gpu_offers_one_vgpu_type_at_a_time(root):
+    """A T4 (Turing) runs one vGPU type at a time: offering 15 nvidia-222
+    and 7 nvidia-223 handles at once would count it twice."""
     devices = {d["pci_address"]: d for d in _driver(root).discover()}
 
     t4 = devices[T4]
     assert (t4["type"], t4["vendor_id"], t4["product_id"]) == (
         "GPU", "0x10de", "0x1eb8")
     handles = t4["regions"][0]["attach_handles"]
-    assert sum(h["mdev_type"] == "nvidia-222" for h in handles) == 15
-    assert sum(h["mdev_type"] == "nvidia-223" for h in handles) == 7
+    assert {h["mdev_type"] for h in handles} == {"nvidia-222"}
+    assert len(handles) == 15
     assert {h["type"] for h in handles} == {"MDEV"}
+
+
+def test_the_operator_picks_the_vgpu_type(root):
+    driver = nvidia_mdev.NvidiaMdevDriver(make_conf(
+        sysfs_root=root, enabled_vgpu_types=["nvidia-999", "nvidia-223"]))
+    t4 = {d["pci_address"]: d for d in driver.discover()}[T4]
+    handles = t4["regions"][0]["attach_handles"]
+    assert {h["mdev_type"] for h in handles} == {"nvidia-223"}
+    assert len(handles) == 7
+
+
+def test_the_type_in_use_is_the_one_offered(root):
+    # a vGPU of nvidia-223 exists (the kernel lists it under devices/)
+    os.makedirs(os.path.join(root, TYPES, "nvidia-223", "devices",
+                             str(uuid.uuid4())))
+    t4 = {d["pci_address"]: d for d in _driver(root).discover()}[T4]
+    types = {h["mdev_type"] for h in t4["regions"][0]["attach_handles"]}
+    assert types == {"nvidia-223"}
 
 
 def test_sriov_vf_parents_are_reported_under_their_pf(root):

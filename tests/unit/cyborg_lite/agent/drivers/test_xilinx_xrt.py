@@ -68,14 +68,22 @@ def test_program_user_region(root, tmp_path):
                                      "/i/k.xclbin"]
 
 
-def test_program_base_region_flashes_the_shell(root, tmp_path):
+def test_program_base_region_flashes_an_installed_partition(root,
+                                                             tmp_path):
+    """``xbmgmt program --base --image`` takes the name of an installed
+    shell partition, not a file path."""
     tool, calls = _examine_tool(tmp_path)
+    shell = "xilinx_u250_gen3x16_xdma_shell_4_1"
 
     _driver(root, tool).program(base.Region(U250, "base"), "/i/shell.xsabin",
-                                None)
+                                shell)
 
     assert read_calls(calls)[-1] == ["program", "--device", U250, "--base",
-                                     "--image", "/i/shell.xsabin"]
+                                     "--image", shell]
+    with pytest.raises(exception.InvalidRequest) as info:
+        _driver(root, tool).program(base.Region(U250, "base"),
+                                    "/i/shell.xsabin", None)
+    assert "partition" in str(info.value)
 
 
 def test_program_failure_names_tool_exit_code_and_stderr(root, tmp_path):
