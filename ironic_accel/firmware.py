@@ -28,6 +28,8 @@ plugin's own conductor periodic polls it every
 mid-update picks the polling up where it was.
 """
 
+import dataclasses
+
 from ironic.common import async_steps
 from ironic.common import exception
 from ironic.common import states
@@ -93,6 +95,14 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 "still runs the version it left is skipped."),
             "required": True,
         },
+        "update_method": {
+            "description": (
+                "auto (default: [ironic_accel] update_method), "
+                "SimpleUpdate, MultipartHttpPushUri or HttpPushUri: how "
+                "the image reaches the BMC; auto picks from what the BMC's "
+                "UpdateService advertises."),
+            "required": False,
+        },
     }
 
     PROGRAM_ARGSINFO = {
@@ -103,6 +113,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 "already running function_id is skipped."),
             "required": True,
         },
+        "update_method": UPDATE_ARGSINFO["update_method"],
     }
 
     @base.verify_step(priority=10)
@@ -123,8 +134,10 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                      requires_ramdisk=False)
     @base.service_step(priority=0, abortable=True,
                        argsinfo=UPDATE_ARGSINFO, requires_ramdisk=False)
-    def update_accelerator_firmware(self, task, settings):
-        """Update accelerator firmware through Redfish SimpleUpdate.
+    def update_accelerator_firmware(self, task, settings,
+                                    update_method=None):
+        """Update accelerator firmware through Redfish (SimpleUpdate or a
+        push update, whichever the BMC offers; see ``update_method``).
 
         Checks the settings and every image checksum before the BMC is
         asked anything, skips devices already at ``version``, then updates
@@ -137,14 +150,15 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             mismatch or an unknown accelerator.
         """
         return self._start(task, "update_accelerator_firmware",
-                           step_settings.UPDATE_SCHEMA, settings, "firmware")
+                           step_settings.UPDATE_SCHEMA, settings, "firmware",
+                           update_method)
 
     @base.deploy_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO)
     @base.clean_step(priority=0, abortable=True, argsinfo=PROGRAM_ARGSINFO,
                      requires_ramdisk=False)
     @base.service_step(priority=0, abortable=True,
                        argsinfo=PROGRAM_ARGSINFO, requires_ramdisk=False)
-    def program_accelerator(self, task, settings):
+    def program_accelerator(self, task, settings, update_method=None):
         """Load a whole-card image (e.g. an FPGA user image) on devices.
 
         Redfish SimpleUpdate targeted at the device, then the loaded
@@ -156,7 +170,8 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             nothing to do.
         """
         return self._start(task, "program_accelerator",
-                           step_settings.PROGRAM_SCHEMA, settings, "function")
+                           step_settings.PROGRAM_SCHEMA, settings, "function",
+                           update_method)
 
     def cache_firmware_components(self, task):
         """BIOS, BMC and NIC components as Ironic caches them, plus the
@@ -278,9 +293,14 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
     # update: {"device", "uri", "target", "url", "version", "function_id",
     # "before", "monitor", "started_at", "percent", "messages", ...}.
 
-    def _start(self, task, step, schema, settings, kind):
+    def _start(self, task, step, schema, settings, kind, update_method=None):
         node = task.node
         step_settings.validate(step, schema, settings)
+        forced = update_method or CONF.ironic_accel.update_method
+        if forced not in ("auto",) + gateway.UPDATE_METHODS:
+            raise exception.InvalidParameterValue(
+                f"{step}: update_method {forced!r} is not one of auto, "
+                f"{', '.join(gateway.UPDATE_METHODS)}")
         step_settings.verify_checksums(node, settings)
         document = discovery.read_document(node)
         queue = []
@@ -297,13 +317,16 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                                                    "step": step})
             discovery.refresh(task)
             return None
+        offer = gateway.get_update_offer(node)
+        method = gateway.choose_update_method(node, offer, forced)
         targets = self._targets(node)
         for item in queue:
             item["target"] = targets.get(item["uri"].rstrip("/"),
                                          item["uri"])
+            item["method"] = method
         node.set_driver_internal_info(STATE_KEY, {
             "step": step, "kind": kind, "index": 0, "queue": queue,
-            "started_at": _now()})
+            "started_at": _now(), "offer": dataclasses.asdict(offer)})
         try:
             self._start_item(task)
         except Exception:
@@ -366,16 +389,32 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         node = task.node
         state = node.driver_internal_info[STATE_KEY]
         item = state["queue"][state["index"]]
-        item["monitor"] = gateway.simple_update(
-            node, item["device"], item["url"], item["target"])
+        method = item.get("method", gateway.SIMPLE_UPDATE)
+        offer = gateway.UpdateOffer(**state.get("offer") or {})
+        if method == gateway.SIMPLE_UPDATE:
+            target = (None if offer.simple_targets is False
+                      else item["target"])
+            item["monitor"] = gateway.simple_update(
+                node, item["device"], item["url"], target)
+        else:
+            # NOTE(ironic-accel): the conductor hands the image over itself:
+            # downloaded again and checked against the checksum, so nothing
+            # unchecked ever reaches the BMC.
+            with step_settings.checked_image(
+                    node, item["url"], item["checksum"]) as path:
+                item["monitor"] = gateway.push_update(
+                    node, item["device"], method, offer, path,
+                    item["target"])
         item["started_at"] = _now()
         self._record(node, item, percent=0, task_state="Starting",
                      messages=[])
         LOG.info("Node %(node)s: accelerator %(dev)s: %(kind)s update from "
-                 "%(url)s started on %(target)s, task %(monitor)s",
+                 "%(url)s started on %(target)s with %(method)s, task "
+                 "%(monitor)s",
                  {"node": node.uuid, "dev": item["device"],
                   "kind": item["kind"], "url": item["url"],
-                  "target": item["target"], "monitor": item["monitor"]})
+                  "target": item["target"], "method": method,
+                  "monitor": item["monitor"]})
         node.set_driver_internal_info(STATE_KEY, state)
 
     def _record(self, node, item, percent, task_state, messages):

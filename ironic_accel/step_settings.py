@@ -18,8 +18,10 @@ here, so a wrong image never reaches the BMC), and the choice of devices a
 setting's ``accelerator`` selects.
 """
 
+import contextlib
 import hashlib
 import re
+import tempfile
 import urllib.parse
 
 from ironic.common import exception
@@ -92,8 +94,10 @@ def expected_digest(checksum):
     return checksum.split(":", 1)[-1].lower()
 
 
-def image_digest(url):
+def image_digest(url, copy=None):
     """Download ``url`` and return its sha256 hex digest.
+
+    :param copy: a binary file the image is also written to.
 
     :raises: ImageUnavailable naming the URL.
     """
@@ -109,6 +113,8 @@ def image_digest(url):
                     if size > limit:
                         break
                     digest.update(chunk)
+                    if copy is not None:
+                        copy.write(chunk)
         else:
             with requests.get(
                     url, stream=True,
@@ -119,6 +125,8 @@ def image_digest(url):
                     if size > limit:
                         break
                     digest.update(chunk)
+                    if copy is not None:
+                        copy.write(chunk)
     except (OSError, requests.RequestException) as exc:
         raise exception.ImageDownloadFailed(image_href=url, reason=exc)
     if size > limit:
@@ -126,6 +134,25 @@ def image_digest(url):
             image_href=url,
             reason=f"larger than [ironic_accel]max_image_size ({limit})")
     return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def checked_image(node, url, expected):
+    """The image at ``url`` in a temporary file, checked against the sha256
+    ``expected`` (for the push update methods, where the conductor sends
+    the image itself); removed afterwards.
+
+    :raises: InvalidParameterValue on a checksum mismatch, ImageDownloadFailed.
+    """
+    with tempfile.NamedTemporaryFile(prefix="ironic-accel-image-") as copy:
+        digest = image_digest(url, copy=copy)
+        if digest != expected:
+            raise exception.InvalidParameterValue(
+                f"Image checksum mismatch for node {node.uuid}: {url} has "
+                f"sha256:{digest}, expected sha256:{expected}; nothing was "
+                f"sent to the BMC")
+        copy.flush()
+        yield copy.name
 
 
 def verify_checksums(node, settings):

@@ -46,14 +46,17 @@ class BmcEmulator:
     :param password: its password.
     :param devices: optional ``{system id: [device, ...]}`` written to the
         state file before the first start (see the emulator's README.rst).
+    :param profile: the emulator's ``--profile`` (how its UpdateService
+        takes images).
     """
 
     def __init__(self, workdir, systems=1, username=USERNAME,
-                 password=PASSWORD, devices=None):
+                 password=PASSWORD, devices=None, profile="simple"):
         self.workdir = pathlib.Path(workdir)
         self.state_file = self.workdir / "bmc-state.json"
         self.log_file = self.workdir / "bmc.log"
         self.systems = systems
+        self.profile = profile
         self.username = username
         self.password = password
         self.port = common.free_port()
@@ -79,7 +82,8 @@ class BmcEmulator:
         cmd = [sys.executable, "-m", "accel_tools.emulator.main",
                "--host", "127.0.0.1", "--port", str(self.port),
                "--systems", str(self.systems),
-               "--state-file", str(self.state_file)]
+               "--state-file", str(self.state_file),
+               "--profile", self.profile]
         if self.username is not None:
             cmd += ["--username", self.username, "--password", self.password]
         with open(self.log_file, "ab") as log:

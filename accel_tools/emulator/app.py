@@ -22,9 +22,12 @@ forward to the current time. The route table below lists every endpoint.
 
 import base64
 import email.utils
+import json
 import math
+import os
 import secrets
 import time
+import uuid
 
 import flask
 from werkzeug import exceptions as wz_exc
@@ -202,8 +205,98 @@ def get_manager(mid):
     return _reply(res.manager(_state().snapshot()))
 
 
+def _profile():
+    return flask.current_app.config["EMULATOR_UPDATE_PROFILE"]
+
+
 def get_update_service():
-    return _reply(res.update_service())
+    return _reply(res.update_service(
+        _profile(), flask.current_app.config["EMULATOR_PUSH_TARGETS"]))
+
+
+def get_simple_update_action_info():
+    if not res.has_simple_update(_profile()):
+        raise exception.NotFound("ActionInfo SimpleUpdateActionInfo")
+    return _reply(res.simple_update_action_info(_profile()))
+
+
+def patch_update_service():
+    """Set ``HttpPushUriTargets`` (httppush profile)."""
+    body = _json_body()
+    targets = body.get("HttpPushUriTargets")
+    if _profile() != "httppush" or set(body) != {"HttpPushUriTargets"}:
+        raise exception.BadRequest(
+            "Only HttpPushUriTargets can be changed, and only on a BMC "
+            "with an HttpPushUri", "PropertyNotWritable",
+            [", ".join(sorted(body)) or "-"])
+    if not isinstance(targets, list) or not all(
+            isinstance(t, str) for t in targets):
+        raise exception.BadRequest("HttpPushUriTargets must be a list of URIs",
+                                   "PropertyValueTypeError",
+                                   [str(targets), "HttpPushUriTargets"])
+    for target in targets:
+        _state().resolve_target(target)
+    flask.current_app.config["EMULATOR_PUSH_TARGETS"] = list(targets)
+    return _reply(res.update_service(_profile(), targets))
+
+
+def _save_upload(content):
+    if len(content) > images.MAX_IMAGE_BYTES:
+        raise exception.BadRequest("The image is larger than %d bytes"
+                                   % images.MAX_IMAGE_BYTES, "PayloadTooLarge")
+    directory = flask.current_app.config["EMULATOR_UPLOADS"]
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "%s.bin" % uuid.uuid4().hex)
+    with open(path, "wb") as handle:
+        handle.write(content)
+    return "file://" + path
+
+
+def _push_task(image_uri, targets, action):
+    if not targets:
+        raise exception.BadRequest(
+            "%s needs Targets (the Processor or FirmwareInventory URI to "
+            "update)" % action, "ActionParameterMissing", [action, "Targets"])
+    state = _state()
+    tid = state.create_task(image_uri, targets, None)
+    return _reply(res.task(state, state.task(tid)), 202,
+                  {"Location": res.task_monitor_uri(tid),
+                   "Retry-After": _retry_after()})
+
+
+def multipart_push():
+    """``MultipartHttpPushUri``: ``UpdateParameters`` (JSON) and
+    ``UpdateFile`` parts in one multipart/form-data POST."""
+    if _profile() not in ("multipart", "simple-no-targets"):
+        raise exception.NotFound("MultipartHttpPushUri")
+    action = "MultipartHttpPushUri"
+    raw = flask.request.form.get("UpdateParameters")
+    if raw is None and "UpdateParameters" in flask.request.files:
+        raw = flask.request.files["UpdateParameters"].read().decode()
+    upload = flask.request.files.get("UpdateFile")
+    if raw is None or upload is None:
+        raise exception.BadRequest(
+            "A multipart update needs the parts UpdateParameters and "
+            "UpdateFile", "ActionParameterMissing",
+            [action, "UpdateParameters, UpdateFile"])
+    try:
+        parameters = json.loads(raw)
+    except ValueError:
+        raise exception.BadRequest("UpdateParameters is not JSON",
+                                   "MalformedJSON")
+    targets = parameters.get("Targets") if isinstance(parameters, dict) \
+        else None
+    return _push_task(_save_upload(upload.read()), targets, action)
+
+
+def http_push():
+    """``HttpPushUri``: the image as the body, aimed by the
+    ``HttpPushUriTargets`` set before."""
+    if _profile() != "httppush":
+        raise exception.NotFound("HttpPushUri")
+    return _push_task(_save_upload(flask.request.get_data()),
+                      flask.current_app.config["EMULATOR_PUSH_TARGETS"],
+                      "HttpPushUri")
 
 
 def get_firmware_inventory():
@@ -219,8 +312,14 @@ def get_firmware_component(iid):
 
 
 def simple_update():
+    if not res.has_simple_update(_profile()):
+        raise exception.NotFound("Action UpdateService.SimpleUpdate")
     body = _json_body()
     action = "UpdateService.SimpleUpdate"
+    if _profile() == "simple-no-targets" and "Targets" in body:
+        raise exception.BadRequest(
+            "The parameter Targets of %s is not supported" % action,
+            "ActionParameterNotSupported", ["Targets", action])
     if "ImageURI" not in body:
         raise exception.BadRequest("The action %s requires the parameter ImageURI" % action,
                             "ActionParameterMissing", [action, "ImageURI"])
@@ -246,8 +345,14 @@ def simple_update():
                                    [str(targets), "Targets", action])
     state = _state()
     tid = state.create_task(body["ImageURI"], targets, protocol)
-    return _reply(res.task(state, state.task(tid)), 202,
-                  {"Location": res.task_monitor_uri(tid), "Retry-After": _retry_after()})
+    headers = {"Location": res.task_monitor_uri(tid),
+               "Retry-After": _retry_after()}
+    if _profile() == "location-202":
+        # NOTE(emulator): as some BMCs answer: 202, a Location, no body.
+        rsp = flask.Response(status=202)
+        rsp.headers.update(headers)
+        return rsp
+    return _reply(res.task(state, state.task(tid)), 202, headers)
 
 
 def get_task_service():
@@ -328,6 +433,11 @@ ROUTES = [
     (V1 + "/Managers", "GET", get_managers),
     (V1 + "/Managers/<mid>", "GET", get_manager),
     (V1 + "/UpdateService", "GET", get_update_service),
+    (V1 + "/UpdateService", "PATCH", patch_update_service),
+    (V1 + "/UpdateService/SimpleUpdateActionInfo", "GET",
+     get_simple_update_action_info),
+    (V1 + "/UpdateService/update", "POST", multipart_push),
+    (V1 + "/UpdateService/FWUpdate", "POST", http_push),
     (V1 + "/UpdateService/FirmwareInventory", "GET", get_firmware_inventory),
     (V1 + "/UpdateService/FirmwareInventory/<iid>", "GET", get_firmware_component),
     (V1 + "/UpdateService/Actions/UpdateService.SimpleUpdate", "POST", simple_update),
@@ -419,7 +529,8 @@ def _redfish_error(exc):
     return rsp
 
 
-def create_app(state_file, systems=1, username=None, password=None, clock=time.time):
+def create_app(state_file, systems=1, username=None, password=None, clock=time.time,
+               profile="simple"):
     """Build the emulator's WSGI app.
 
     :param state_file: JSON state file; loaded if present, created if not.
@@ -427,16 +538,25 @@ def create_app(state_file, systems=1, username=None, password=None, clock=time.t
     :param username: with ``password``, require Basic auth or a session.
     :param password: see ``username``.
     :param clock: POSIX time source (tests may pass their own).
+    :param profile: how the UpdateService takes images, one of
+        :data:`resources.UPDATE_PROFILES`.
     :returns: a Flask (WSGI) app; its state is in
         ``app.extensions["ironic_accel_emulator"]``.
     :raises: ValueError if the state file is invalid.
     """
     if (username is None) != (password is None):
         raise ValueError("give both username and password, or neither")
+    if profile not in res.UPDATE_PROFILES:
+        raise ValueError("profile %r is not one of %s"
+                         % (profile, ", ".join(res.UPDATE_PROFILES)))
     app = flask.Flask(__name__)
     app.url_map.strict_slashes = False
     app.json.sort_keys = False
     app.config["EMULATOR_CREDENTIALS"] = (username, password) if username is not None else None
+    app.config["EMULATOR_UPDATE_PROFILE"] = profile
+    app.config["EMULATOR_PUSH_TARGETS"] = []
+    app.config["EMULATOR_UPLOADS"] = os.path.join(
+        os.path.dirname(os.path.abspath(state_file)), "uploads")
     app.extensions["ironic_accel_emulator"] = st.State(state_file, systems=systems, clock=clock)
     for rule, method, handler in ROUTES:
         app.add_url_rule(rule, endpoint="%s_%s" % (handler.__name__, method),

@@ -26,6 +26,7 @@ from werkzeug import serving
 
 from accel_tools.emulator import app as emulator_app
 from accel_tools.emulator import record_cli
+from accel_tools.emulator import resources as res
 
 
 def parse_args(argv=None):
@@ -43,6 +44,9 @@ def parse_args(argv=None):
     parser.add_argument("--username", help="require this user (Basic auth or session)")
     parser.add_argument("--password", help="password of --username")
     parser.add_argument("--quiet", action="store_true", help="do not log every request")
+    parser.add_argument("--profile", default="simple", choices=res.UPDATE_PROFILES,
+                        help="how the UpdateService takes images: %s"
+                             % ", ".join(res.UPDATE_PROFILES))
     args = parser.parse_args(argv)
     if (args.username is None) != (args.password is None):
         parser.error("--username and --password go together")
@@ -80,7 +84,8 @@ def main(argv=None):
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         app = emulator_app.create_app(args.state_file, systems=args.systems,
-                                      username=args.username, password=args.password)
+                                      username=args.username, password=args.password,
+                                      profile=args.profile)
     except ValueError as exc:
         print("ironic-accel-bmc-emulator: %s" % exc, file=sys.stderr)
         return 2

@@ -351,8 +351,27 @@ def manager(data):
     }
 
 
-def update_service():
-    return {
+#: ``--profile`` values: the update shapes real BMCs serve (DSP0266).
+#: simple: SimpleUpdate taking Targets (HPE Cray EX recordings, DMTF);
+#: simple-no-targets: SimpleUpdate whose ActionInfo has no Targets (the BMC
+#: refuses them) beside a MultipartHttpPushUri (OpenBMC's bmcweb);
+#: multipart: MultipartHttpPushUri only; httppush: HttpPushUri with
+#: HttpPushUriTargets (DMTF public-rackmount1/tower); location-202:
+#: SimpleUpdate answering 202 with only a Location header.
+UPDATE_PROFILES = ("simple", "simple-no-targets", "multipart", "httppush",
+                   "location-202")
+SIMPLE_UPDATE_URI = V1 + "/UpdateService/Actions/UpdateService.SimpleUpdate"
+ACTION_INFO_URI = V1 + "/UpdateService/SimpleUpdateActionInfo"
+MULTIPART_URI = V1 + "/UpdateService/update"
+HTTP_PUSH_URI = V1 + "/UpdateService/FWUpdate"
+
+
+def has_simple_update(profile):
+    return profile in ("simple", "simple-no-targets", "location-202")
+
+
+def update_service(profile="simple", push_targets=()):
+    doc = {
         "@odata.type": "#UpdateService.v1_11_0.UpdateService",
         "@odata.id": V1 + "/UpdateService",
         "Id": "UpdateService",
@@ -360,8 +379,37 @@ def update_service():
         "ServiceEnabled": True,
         "Status": _OK,
         "FirmwareInventory": _link(V1 + "/UpdateService/FirmwareInventory"),
-        "Actions": {"#UpdateService.SimpleUpdate": {
-            "target": V1 + "/UpdateService/Actions/UpdateService.SimpleUpdate"}},
+        "Actions": {},
+    }
+    if has_simple_update(profile):
+        doc["Actions"]["#UpdateService.SimpleUpdate"] = {
+            "target": SIMPLE_UPDATE_URI,
+            "@Redfish.ActionInfo": ACTION_INFO_URI}
+    if profile in ("multipart", "simple-no-targets"):
+        doc["MultipartHttpPushUri"] = MULTIPART_URI
+    if profile == "httppush":
+        doc["HttpPushUri"] = HTTP_PUSH_URI
+        doc["HttpPushUriTargets"] = list(push_targets)
+        doc["HttpPushUriTargetsBusy"] = False
+    return doc
+
+
+def simple_update_action_info(profile="simple"):
+    """The SimpleUpdate ActionInfo (ActionInfo.v1_3_0)."""
+    parameters = [
+        {"Name": "ImageURI", "Required": True, "DataType": "String"},
+        {"Name": "TransferProtocol", "Required": False,
+         "DataType": "String",
+         "AllowableValues": ["HTTP", "HTTPS", "FILE"]}]
+    if profile != "simple-no-targets":
+        parameters.append({"Name": "Targets", "Required": False,
+                           "DataType": "StringArray"})
+    return {
+        "@odata.type": "#ActionInfo.v1_3_0.ActionInfo",
+        "@odata.id": ACTION_INFO_URI,
+        "Id": "SimpleUpdateActionInfo",
+        "Name": "SimpleUpdate Action Info",
+        "Parameters": parameters,
     }
 
 

@@ -61,6 +61,17 @@ IRONIC_ACCEL_OPTS = [
                help="Seconds to download an image for its checksum check."),
     cfg.IntOpt("max_image_size", default=4 * 1024 ** 3, min=1,
                help="Largest image in bytes the checksum check downloads."),
+    cfg.StrOpt("update_method", default="auto",
+               choices=["auto", "SimpleUpdate", "MultipartHttpPushUri",
+                        "HttpPushUri"],
+               help="How accelerator images reach the BMC: 'auto' picks, "
+                    "from what the UpdateService advertises, "
+                    "MultipartHttpPushUri, else SimpleUpdate with Targets, "
+                    "else HttpPushUri with HttpPushUriTargets; a method "
+                    "forces that one (a step's update_method argument "
+                    "overrides this). With the push methods the conductor "
+                    "downloads the image, checks its checksum and sends "
+                    "it."),
     cfg.StrOpt("compute_host_source", default="name",
                regex=(r"^(name|(extra|instance_info):[^:{}]+"
                       r"|([^{}]*\{(name|uuid)\})+[^{}]*)$"),
