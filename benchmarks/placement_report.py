@@ -23,9 +23,13 @@ FPGAs and 2 GPUs each, sequentially through one client:
 3. the same again from a new client (a restarted conductor: no snapshots,
    so every provider's inventory and traits are read),
 4. one device changed per host (one more attach handle; target: one write,
-   that provider's inventory).
+   that provider's inventory);
+5. the conductor periodic (:func:`reporter.report_periodic`): a first
+   pass, a pass where nothing changed (target: no request at all), and one
+   where 1% of the nodes changed (requests for those only).
 
-Prints wall time per node and HTTP reads/writes per node for each phase.
+Prints wall time per node and HTTP reads/writes per node for each phase,
+and the process's peak memory.
 Not a test: figures only.
 
 Example::
@@ -36,9 +40,11 @@ Example::
 import argparse
 import copy
 import os
+import resource
 import sys
 import tempfile
 import time
+import types
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
@@ -61,6 +67,19 @@ def _phase(client, docs):
             (client.writes - writes) / n, elapsed)
 
 
+def _periodic(client, docs):
+    """One periodic pass (fingerprints: unchanged nodes cost nothing)."""
+    reads, writes = client.reads, client.writes
+    start = time.perf_counter()
+    for doc in docs:
+        node = types.SimpleNamespace(uuid=doc["node_uuid"])
+        reporter.report_periodic(node, doc, client=client)
+    elapsed = time.perf_counter() - start
+    n = len(docs)
+    return (elapsed * 1000 / n, (client.reads - reads) / n,
+            (client.writes - writes) / n, elapsed)
+
+
 def run(server, count):
     conn = server.connection()
     client = placement_client.Client(conn)
@@ -77,10 +96,21 @@ def run(server, count):
     fresh = placement_client.Client(conn)
     rows.append(("no-change, new client", _phase(fresh, docs)))
     rows.append(("one device changed", _phase(fresh, changed)))
+    reporter.forget_reports()
+    periodic = placement_client.Client(conn)
+    rows.append(("periodic, first pass", _periodic(periodic, changed)))
+    rows.append(("periodic, no change", _periodic(periodic, changed)))
+    one_percent = copy.deepcopy(changed)
+    for doc in one_percent[:max(1, count // 100)]:
+        doc["devices"][0]["regions"][0]["attach_handles"].pop()
+    rows.append(("periodic, 1% changed", _periodic(periodic, one_percent)))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for label, (ms, reads, writes, total) in rows:
         print(f"N={count:4d}  {label:21s}  {ms:7.1f} ms/node  "
-              f"{reads:5.1f} reads/node  {writes:5.1f} writes/node  "
+              f"{reads:5.2f} reads/node  {writes:5.2f} writes/node  "
               f"(total {total:6.2f} s)", flush=True)
+    print(f"N={count:4d}  reporter process max RSS {rss:.0f} MiB",
+          flush=True)
     conn.close()
 
 

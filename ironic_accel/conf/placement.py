@@ -62,6 +62,15 @@ ACCEL_PLACEMENT_OPTS = [
                     "after a missed report or a manual change (a missing "
                     "compute-node provider is retried then). 0 disables "
                     "the periodic."),
+    cfg.IntOpt("full_report_every", default=6, min=1,
+               help="The periodic skips, without a single Placement "
+                    "request, a node whose inventory document has not "
+                    "changed since this conductor last reported it, except "
+                    "every this many passes, when it reports it in full: "
+                    "drift made in Placement behind the reporter's back (a "
+                    "provider deleted or edited) is repaired within this "
+                    "many report_interval periods. 1 reports every node on "
+                    "every pass."),
     cfg.IntOpt("conflict_retries", default=4, min=0,
                help="How often one provider's write is re-read and retried "
                     "after Placement answers 409 concurrent_update "

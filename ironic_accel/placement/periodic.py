@@ -17,8 +17,11 @@
 ``[accel_placement] report_interval`` seconds each conductor re-reports the
 documents of the nodes its hash ring maps to it, so a fleet reports in
 parallel and a missed report (Placement down, compute node not registered
-yet) is retried. The process keeps one Placement client, whose provider
-snapshots make a no-change report two reads per node.
+yet) is retried. A node whose document has not changed since this
+process reported it is skipped without any Placement request, except every
+``[accel_placement] full_report_every`` passes, when it is reported in full
+(two reads per node when nothing changed, thanks to the client's provider
+snapshots), which repairs drift made in Placement behind its back.
 """
 
 from ironic.conductor import periodics
@@ -60,7 +63,7 @@ class PlacementReportMixin:
         if not document:
             return False
         try:
-            reporter.report_after_refresh(node, document, conf=CONF)
+            reporter.report_periodic(node, document, conf=CONF)
         except Exception as exc:
             LOG.warning("Node %s: periodic accelerator report to Placement "
                         "failed, retrying in %s s: %s", node.uuid,

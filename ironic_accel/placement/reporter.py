@@ -26,6 +26,9 @@ traits cyborg_lite set.
 """
 
 import dataclasses
+import hashlib
+import json
+import threading
 
 from oslo_log import log as logging
 
@@ -334,12 +337,85 @@ def report_after_refresh(node, document, conf=None):
     client = _make_client(conf)
     if client is None:
         return None
+    node_uuid = getattr(node, "uuid", node)
+    _remember(node_uuid, None)
     result = report(client, document,
                     retries=conf.accel_placement.conflict_retries)
+    _remember(node_uuid, fingerprint(document, document.get("host")))
     LOG.info("Node %s: accelerators reported to Placement under %s "
              "(created %d, updated %d, deleted %d, retired %d)",
              getattr(node, "uuid", node), result.host, len(result.created),
              len(result.updated), len(result.deleted), len(result.retired))
+    return result
+
+
+#: node uuid -> (fingerprint of the document last reported, periodic
+#: passes skipped since). Per conductor process: a restarted conductor
+#: reports every node once in full.
+_REPORTED = {}
+_REPORTED_LOCK = threading.Lock()
+
+
+def fingerprint(document, host):
+    """What decides a node's providers: its document and the compute host
+    it is reported under."""
+    text = json.dumps([document, host], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _remember(node_uuid, print_):
+    with _REPORTED_LOCK:
+        if print_ is None:
+            _REPORTED.pop(node_uuid, None)
+        else:
+            _REPORTED[node_uuid] = (print_, 0)
+
+
+def _skip(node_uuid, print_, full_every):
+    """True (and counted) when the node's last report is still current and
+    no full pass is due."""
+    with _REPORTED_LOCK:
+        last = _REPORTED.get(node_uuid)
+        if last is None or last[0] != print_ or last[1] + 1 >= full_every:
+            return False
+        _REPORTED[node_uuid] = (print_, last[1] + 1)
+        return True
+
+
+def forget_reports():
+    """Forget what was reported (tests; a conductor restart does it)."""
+    with _REPORTED_LOCK:
+        _REPORTED.clear()
+
+
+def report_periodic(node, document, conf=None, client=None):
+    """The periodic's report of one node: nothing at all (no Placement
+    request) when its document is the one this process last reported and
+    no full pass is due (``[accel_placement] full_report_every``), else a
+    full :func:`report`.
+
+    :returns: a :class:`Result`, or None when skipped or reporting is off.
+    :raises: what :func:`report` raises (the node is then reported in full
+        on the next pass).
+    """
+    conf = conf or _ironic_conf()
+    print_ = fingerprint(document, document.get("host"))
+    if _skip(node.uuid, print_, conf.accel_placement.full_report_every):
+        return None
+    client = client or _make_client(conf)
+    if client is None:
+        return None
+    _remember(node.uuid, None)
+    result = report(client, document,
+                    retries=conf.accel_placement.conflict_retries)
+    _remember(node.uuid, print_)
+    if result.created or result.updated or result.deleted or (
+            result.retired):
+        LOG.info("Node %s: accelerators re-reported to Placement under %s "
+                 "(created %d, updated %d, deleted %d, retired %d)",
+                 node.uuid, result.host, len(result.created),
+                 len(result.updated), len(result.deleted),
+                 len(result.retired))
     return result
 
 

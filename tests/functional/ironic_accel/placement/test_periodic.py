@@ -12,6 +12,7 @@
 
 """The conductor periodic's per-node body against a real Placement."""
 
+import copy
 import inspect
 import types
 
@@ -22,6 +23,7 @@ from keystoneauth1 import loading as ks_loading
 import pytest
 
 from ironic_accel.placement import periodic
+from ironic_accel.placement import reporter
 from tests.functional import documents
 
 METHOD = periodic.PlacementReportMixin._report_accelerators_to_placement
@@ -77,3 +79,79 @@ def test_periodic_logs_and_survives_a_missing_compute_node(ironic_conf,
         uuid=doc["node_uuid"], extra={"accelerators": doc}))
     BODY(periodic.PlacementReportMixin(), task, None, None)
     assert "no compute-node resource provider named" in caplog.text
+
+
+def _task(doc):
+    return types.SimpleNamespace(node=types.SimpleNamespace(
+        uuid=doc["node_uuid"], extra={"accelerators": doc}))
+
+
+def _requests(conf):
+    client = reporter._make_client(conf)
+    return client.reads + client.writes
+
+
+def _providers(conn, root_uuid):
+    resp = conn.placement.get(
+        f"/resource_providers?in_tree={root_uuid}", microversion="1.39")
+    return {rp["uuid"] for rp in resp.json()["resource_providers"]}
+
+
+@pytest.fixture
+def every(ironic_conf):
+    """``every(n)``: set [accel_placement] full_report_every for a test."""
+    reporter.forget_reports()
+
+    def set_(n):
+        CONF.set_override("full_report_every", n, "accel_placement")
+    yield set_
+    CONF.clear_override("full_report_every", "accel_placement")
+    reporter.forget_reports()
+
+
+def test_a_no_change_pass_sends_no_request_to_placement(
+        every, ironic_conf, placement_conn, compute_node):
+    every(3)
+    root_uuid, host = compute_node
+    task = _task(documents.document(host))
+    mixin = periodic.PlacementReportMixin()
+    BODY(mixin, task, None, None)  # first pass: reported in full
+    assert len(_providers(placement_conn, root_uuid)) == 5
+    before = _requests(ironic_conf)
+    BODY(mixin, task, None, None)
+    assert _requests(ironic_conf) == before
+
+
+def test_drift_is_repaired_by_the_full_pass(every, ironic_conf,
+                                           placement_conn, compute_node):
+    every(3)
+    root_uuid, host = compute_node
+    doc = documents.document(host)
+    task = _task(doc)
+    mixin = periodic.PlacementReportMixin()
+    BODY(mixin, task, None, None)
+    children = _providers(placement_conn, root_uuid) - {root_uuid}
+    gone = sorted(children)[0]
+    # behind the reporter's back: a provider removed in Placement
+    placement_conn.placement.delete(f"/resource_providers/{gone}",
+                                    microversion="1.39")
+    BODY(mixin, task, None, None)  # 2nd pass: skipped
+    BODY(mixin, task, None, None)  # 3rd pass: skipped
+    assert gone not in _providers(placement_conn, root_uuid)
+    BODY(mixin, task, None, None)  # 4th pass: the full one
+    assert gone in _providers(placement_conn, root_uuid)
+
+
+def test_a_changed_document_is_reported_at_once(every, ironic_conf,
+                                               placement_conn, compute_node):
+    every(100)
+    root_uuid, host = compute_node
+    doc = documents.document(host)
+    mixin = periodic.PlacementReportMixin()
+    BODY(mixin, _task(doc), None, None)
+    before = _requests(ironic_conf)
+    changed = copy.deepcopy(doc)
+    changed["devices"] = changed["devices"][:-1]
+    BODY(mixin, _task(changed), None, None)
+    assert _requests(ironic_conf) > before
+    assert len(_providers(placement_conn, root_uuid)) < 5
