@@ -26,7 +26,9 @@ Each cycle is one new instance:
 
 The inventory has one region with enough handles for every cycle, so nothing
 is unbound or deleted between cycles. Prints median and p95 per step and for
-the whole cycle, and cycles/s. Not a test: figures only.
+the whole cycle, and cycles/s; then, in the same run on the same server, the
+floor (three requests to ``GET /v2``, a route that does no work) and the
+ratio cycle / floor. Not a test: figures only.
 
 Reference: real Cyborg 17 on a machine like this one, sequential: median
 cycle 223 ms (create 33, bind 164, get 23). Target: < 20 ms on sqlite.
@@ -130,7 +132,18 @@ class Cycler:
         timings["cycle"] = (end - start) * 1000
         return timings
 
-    def run(self, cycles, concurrency):
+    def floor(self):
+        """The floor of a cycle on this server: three requests (as many as
+        a cycle makes) to the version document, which does no work."""
+        session = self._session()
+        start = time.perf_counter()
+        for _ in range(3):
+            resp = session.get(self.api)
+            if resp.status_code != 200:
+                raise RuntimeError(f"floor: {resp.status_code} {resp.text}")
+        return {"floor": (time.perf_counter() - start) * 1000}
+
+    def run(self, cycles, concurrency, step=None):
         """Run ``cycles`` cycles on ``concurrency`` client threads.
 
         :returns: (list of timing dicts, wall-clock seconds).
@@ -139,9 +152,11 @@ class Cycler:
         results = []
         lock = threading.Lock()
 
+        step = step or self.cycle
+
         def worker():
             while next(counter) < cycles:
-                timings = self.cycle()
+                timings = step()
                 with lock:
                     results.append(timings)
 
@@ -273,6 +288,13 @@ def main(argv=None):
             runs = f", {args.runs} runs pooled" if args.runs > 1 else ""
             report(f"{args.db}, concurrency {concurrency}{runs}", results,
                    wall, cpu)
+            floor, _ = cycler.run(args.cycles, concurrency,
+                                  step=cycler.floor)
+            cycle_ms = statistics.median(r["cycle"] for r in results)
+            floor_ms = statistics.median(r["floor"] for r in floor)
+            print(f"  floor (3 x GET /v2, same server, same run): median "
+                  f"{floor_ms:.2f} ms; cycle / floor = "
+                  f"{cycle_ms / floor_ms:.2f}")
         if nova:
             events = nova.settle(quiet=0.5, timeout=60)
             print(f"\nNova stand-in received {len(events)} events "
