@@ -30,7 +30,6 @@ import pytest
 
 from tests.fixtures.cyborg import ADMIN
 from tests.fixtures.cyborg import headers
-from tests.fixtures.cyborg import make_cyborg
 
 EXAMPLES = 150
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -126,11 +125,9 @@ CALLER = st.sampled_from([
 
 
 @pytest.fixture
-def api(tmp_path, db_url):
-    cyborg = make_cyborg(tmp_path, db_url=db_url)
-    yield cyborg
-    cyborg.app.extensions["cyborg_lite"].notifier.shutdown()
-    cyborg.db.dispose()
+def api(cyborg_on_each_db):
+    """cyborg_lite on each database (tests.fixtures.cyborg)."""
+    return cyborg_on_each_db
 
 
 def _wire(text):

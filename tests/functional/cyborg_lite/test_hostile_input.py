@@ -22,7 +22,6 @@ import pytest
 from tests.fixtures.cyborg import ADMIN
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import headers
-from tests.fixtures.cyborg import make_cyborg
 from tests.fixtures.cyborg import MEMBER
 from tests.fixtures.cyborg import NOVA
 from tests.fixtures.cyborg import OTHER
@@ -33,11 +32,9 @@ OTHER_NOVA = headers(project="p2", service=True)
 
 
 @pytest.fixture
-def api(tmp_path, db_url):
-    cyborg = make_cyborg(tmp_path, db_url=db_url)
-    yield cyborg
-    cyborg.app.extensions["cyborg_lite"].notifier.shutdown()
-    cyborg.db.dispose()
+def api(cyborg_on_each_db):
+    """cyborg_lite on each database (tests.fixtures.cyborg)."""
+    return cyborg_on_each_db
 
 
 def _fault(response):

@@ -66,12 +66,9 @@ def source(tmp_path):
 
 
 @pytest.fixture
-def lite(tmp_path, db_url):
-    """cyborg_lite with the example inventory, on each backend."""
-    instance = make_cyborg(tmp_path, db_url=db_url)
-    yield instance
-    instance.app.extensions["cyborg_lite"].notifier.shutdown()
-    instance.db.dispose()
+def lite(cyborg_on_each_db):
+    """cyborg_lite on each database (tests.fixtures.cyborg)."""
+    return cyborg_on_each_db
 
 
 def counts(db):
