@@ -35,4 +35,5 @@ def test_options_are_published_for_the_generator():
     groups = {str(group): opts for group, opts in placement_conf.list_opts()}
     assert {"placement", "accel_placement"} <= set(groups)
     names = {opt.name for opt in groups["accel_placement"]}
-    assert names == {"enabled", "report_interval", "conflict_retries"}
+    assert names == {"enabled", "report_interval", "conflict_retries",
+                     "full_report_every"}
