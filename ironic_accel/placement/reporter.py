@@ -337,15 +337,9 @@ def report_after_refresh(node, document, conf=None):
     client = _make_client(conf)
     if client is None:
         return None
-    node_uuid = getattr(node, "uuid", node)
-    _remember(node_uuid, None)
-    result = report(client, document,
-                    retries=conf.accel_placement.conflict_retries)
-    _remember(node_uuid, fingerprint(document, document.get("host")))
-    LOG.info("Node %s: accelerators reported to Placement under %s "
-             "(created %d, updated %d, deleted %d, retired %d)",
-             getattr(node, "uuid", node), result.host, len(result.created),
-             len(result.updated), len(result.deleted), len(result.retired))
+    result = _report_remembered(getattr(node, "uuid", node), document,
+                                conf, client)
+    _log_result(getattr(node, "uuid", node), "reported", result)
     return result
 
 
@@ -356,11 +350,29 @@ _REPORTED = {}
 _REPORTED_LOCK = threading.Lock()
 
 
-def fingerprint(document, host):
-    """What decides a node's providers: its document and the compute host
-    it is reported under."""
-    text = json.dumps([document, host], sort_keys=True, default=str)
+def fingerprint(document):
+    """What decides a node's providers: its document (the compute host it
+    is reported under included)."""
+    text = json.dumps(document, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _report_remembered(node_uuid, document, conf, client):
+    """:func:`report`, remembering the document once Placement has it; a
+    failed report leaves nothing remembered, so the next pass reports in
+    full."""
+    _remember(node_uuid, None)
+    result = report(client, document,
+                    retries=conf.accel_placement.conflict_retries)
+    _remember(node_uuid, fingerprint(document))
+    return result
+
+
+def _log_result(node_uuid, verb, result):
+    LOG.info("Node %s: accelerators %s to Placement under %s (created %d, "
+             "updated %d, deleted %d, retired %d)", node_uuid, verb,
+             result.host, len(result.created), len(result.updated),
+             len(result.deleted), len(result.retired))
 
 
 def _remember(node_uuid, print_):
@@ -399,23 +411,16 @@ def report_periodic(node, document, conf=None, client=None):
         on the next pass).
     """
     conf = conf or _ironic_conf()
-    print_ = fingerprint(document, document.get("host"))
-    if _skip(node.uuid, print_, conf.accel_placement.full_report_every):
+    if _skip(node.uuid, fingerprint(document),
+             conf.accel_placement.full_report_every):
         return None
     client = client or _make_client(conf)
     if client is None:
         return None
-    _remember(node.uuid, None)
-    result = report(client, document,
-                    retries=conf.accel_placement.conflict_retries)
-    _remember(node.uuid, print_)
+    result = _report_remembered(node.uuid, document, conf, client)
     if result.created or result.updated or result.deleted or (
             result.retired):
-        LOG.info("Node %s: accelerators re-reported to Placement under %s "
-                 "(created %d, updated %d, deleted %d, retired %d)",
-                 node.uuid, result.host, len(result.created),
-                 len(result.updated), len(result.deleted),
-                 len(result.retired))
+        _log_result(node.uuid, "re-reported", result)
     return result
 
 
