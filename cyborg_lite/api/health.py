@@ -59,7 +59,7 @@ class DatabaseHealthcheck(pluginbase.HealthcheckBaseExtension):
         details = [f"database: {service.masked_database_url(svc.conf)}"]
         try:
             found = svc.schema.revision()
-            problem = svc.schema.problem()
+            problem = svc.schema.problem(found)
         except Exception as error:
             reason = f"database unreachable: {_first_line(error)}"
             return pluginbase.HealthcheckResult(

@@ -26,6 +26,7 @@ from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import migration
 
 SYNC_COMMAND = "cyborg-lite-manage db sync"
+_UNREAD = object()
 
 
 def describe_problem(found, needed):
@@ -59,12 +60,16 @@ class Guard:
         """The database's revision now (None: no schema)."""
         return migration.current(self.engine)
 
-    def problem(self):
+    def problem(self, found=_UNREAD):
         """None when the schema is current, else the message saying what
-        to do. Database errors propagate (the database is down)."""
+        to do. Database errors propagate (the database is down).
+
+        :param found: the revision, when the caller has just read it.
+        """
         if self._current:
             return None
-        found = self.revision()
+        if found is _UNREAD:
+            found = self.revision()
         if found == self.needed:
             with self._lock:
                 self._current = True
