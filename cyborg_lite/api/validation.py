@@ -64,22 +64,18 @@ def check_string(where, text):
 
 
 def _check_tree(body):
-    # Iterative, so the walk itself cannot exhaust the stack.
-    pending = [(body, "body", 0)]
+    # NOTE(cyborg_lite): iterative; decode_body has bounded the depth on the
+    # raw text already.
+    pending = [(body, "body")]
     while pending:
-        value, where, depth = pending.pop()
-        if isinstance(value, (dict, list)):
-            if depth >= MAX_DEPTH:
-                raise exception.Invalid(
-                    reason=f"the body is nested deeper than {MAX_DEPTH} "
-                           "levels")
-            if isinstance(value, dict):
-                for key, item in value.items():
-                    check_string(f"{where} key {key!r}", key)
-                    pending.append((item, f"{where}.{key}", depth + 1))
-            else:
-                for index, item in enumerate(value):
-                    pending.append((item, f"{where}[{index}]", depth + 1))
+        value, where = pending.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                check_string(f"{where} key {key!r}", key)
+                pending.append((item, f"{where}.{key}"))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                pending.append((item, f"{where}[{index}]"))
         elif isinstance(value, str):
             check_string(where, value)
         elif isinstance(value, int) and not isinstance(value, bool):
