@@ -50,10 +50,19 @@ def new_conf():
     return conf
 
 
+#: the command-line options naming configuration.
+CONFIG_OPTIONS = ("--config-file", "--config-dir")
+
+
+def is_config_option(arg):
+    """Is ``arg`` one of :data:`CONFIG_OPTIONS` (``--opt`` or
+    ``--opt=value``)?"""
+    return arg in CONFIG_OPTIONS or arg.startswith(
+        tuple(f"{option}=" for option in CONFIG_OPTIONS))
+
+
 def _names_config(argv):
-    return any(arg in ("--config-file", "--config-dir")
-               or arg.startswith(("--config-file=", "--config-dir="))
-               for arg in argv)
+    return any(is_config_option(arg) for arg in argv)
 
 
 def config_from_environment(environ=None):

@@ -32,10 +32,10 @@ def _config_args(argv):
     server's own arguments."""
     args = []
     for index, arg in enumerate(argv):
-        if arg in ("--config-file", "--config-dir") and index + 1 < len(
-                argv):
+        if arg in service.CONFIG_OPTIONS and index + 1 < len(argv):
             args += [arg, argv[index + 1]]
-        elif arg.startswith(("--config-file=", "--config-dir=")):
+        elif arg not in service.CONFIG_OPTIONS and (
+                service.is_config_option(arg)):
             args.append(arg)
     return args
 
