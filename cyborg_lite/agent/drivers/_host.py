@@ -112,6 +112,11 @@ class Sysfs:
         return [os.path.basename(os.readlink(os.path.join(base, n)))
                 for n in links]
 
+    def physical_function(self, pci_address):
+        """The PF of an SR-IOV VF, None for anything else."""
+        return self.link_name(os.path.join(self.pci_device(pci_address),
+                                           "physfn"))
+
     def link_name(self, path):
         """Basename of a symlink's target (e.g. a ``device`` link)."""
         try:

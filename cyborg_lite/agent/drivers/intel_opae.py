@@ -80,8 +80,7 @@ class IntelOpaeDriver(base.AcceleratorDriver):
                 if not pci_address or not _host.PCI_ADDRESS.match(
                         pci_address):
                     continue
-                pf = self.sysfs.link_name(os.path.join(
-                    self.sysfs.pci_device(pci_address), "physfn"))
+                pf = self.sysfs.physical_function(pci_address)
                 released_to = pci_address if pf else None
                 for port_dir in sorted(glob.glob(
                         os.path.join(device_dir, prefix + "*"))):

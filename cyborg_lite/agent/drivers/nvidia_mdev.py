@@ -128,11 +128,10 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
             return []
         found = []
         for name in names:
-            path = os.path.join(devices_dir, name)
-            if name in known or os.path.exists(os.path.join(path,
-                                                            "physfn")):
+            if name in known or self.sysfs.physical_function(name):
                 continue
-            pci_class = self.sysfs.read(os.path.join(path, "class"), "")
+            pci_class = self.sysfs.read(
+                os.path.join(devices_dir, name, "class"), "")
             if (self._is_nvidia(name)
                     and pci_class.lower().startswith(DISPLAY_CLASS)
                     and self.sysfs.virtual_functions(name)):

@@ -168,8 +168,7 @@ def test_every_opae_recording_gives_cards_on_pfs(tmp_path, archive):
     sysfs = intel_opae._host.Sysfs(root)
     for device in devices:
         # never a VF as a card of its own
-        assert sysfs.link_name(f"{sysfs.pci_device(device['pci_address'])}"
-                               "/physfn") is None
+        assert sysfs.physical_function(device["pci_address"]) is None
         for region in device["regions"]:
             assert region["attach_handles"]
     if archive.endswith("1socket-nlb0-vf.tar.gz"):
