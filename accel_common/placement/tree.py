@@ -20,6 +20,7 @@ profiles written for Cyborg keep matching.
 
 import dataclasses
 import re
+import uuid
 
 import os_resource_classes as orc
 import os_traits
@@ -229,6 +230,17 @@ def desired_tree(document):
                 pci_address=device.get("pci_address"),
                 handles_known="attach_handles" in region))
     return Tree(host=host, providers=tuple(providers))
+
+
+def is_cyborg_provider(rp):
+    """True for a provider real Cyborg made: its uuid is
+    ``uuid3(NAMESPACE_DNS, name)``, the name ``<host>_<deployable name>``.
+
+    It carries ``OWNER_CYBORG`` like the reporter's own, but it is Cyborg's
+    (or, after ``cyborg-lite-manage cyborg import``, cyborg_lite's) to
+    change, never the reporter's.
+    """
+    return rp["uuid"] == str(uuid.uuid3(uuid.NAMESPACE_DNS, rp["name"]))
 
 
 def is_owned_trait(name):

@@ -19,6 +19,7 @@ rolls everything back and a rerun starts afresh.
 
 import sqlalchemy as sa
 
+from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.cyborg_import import plan as plan_mod
 from cyborg_lite.db import models
 
@@ -139,6 +140,9 @@ def run(db, source, apply=False, free_orphan_handles=False):
         plan = plan_mod.make(source, existing(session), free_orphan_handles)
         if apply and plan.can_apply and not plan.empty:
             _insert_all(session, plan)
+            for host in sorted({d["hostname"]
+                                for d in plan.rows["devices"]}):
+                adopt.reserve_twin_handles(session, host)
         return plan
 
     return db.run(_run) if apply else db.read(_run)

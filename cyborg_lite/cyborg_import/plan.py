@@ -23,7 +23,8 @@ Identity is kept: every uuid, Cyborg's ``rp_uuid`` (its Placement provider,
 ``device_rp_uuid``, so Nova's allocations stay where they are. Imported
 devices and deployables are marked as Cyborg's with the ``cyborg:`` prefix
 of their ``source_id`` / ``region_id``; the inventory sync leaves them
-alone.
+alone, except that a device an inventory document also lists is adopted by
+the document's region (:mod:`cyborg_lite.cyborg_import.adopt`).
 """
 
 import collections
@@ -134,6 +135,8 @@ class _Planner:
         self.deployable = {}
         self.handle = {}
         self.short_devices = 0
+        #: source ids of the devices cyborg_lite has from an inventory.
+        self.twins = set()
         self.cpids = collections.defaultdict(list)
         for cpid in self.rows["controlpath_ids"]:
             self.cpids[cpid["device_id"]].append(cpid)
@@ -235,12 +238,14 @@ class _Planner:
             owner = self.existing.device_addresses.get(
                 (row["hostname"], address))
             if owner is not None:
-                self.refuse(
-                    f"{what} at {address}: cyborg_lite already has this "
-                    f"device from the inventory of {row['hostname']} (id "
-                    f"{owner}); importing it would count it twice in "
-                    "Placement. Remove it from one side first")
-                continue
+                self.twins.add(row["id"])
+                self.settle(
+                    f"{what} at {address}: cyborg_lite has this device from "
+                    f"the inventory of {row['hostname']} (id {owner}); "
+                    "imported, then adopted by the inventory's region: "
+                    "Nova's allocations move to its provider and its ARQs "
+                    "to its handles (needs [placement]; until then the "
+                    "handles Cyborg's ARQs hold stay reserved there)")
             board = _json(row["std_board_info"], f"{what} std_board_info",
                           self.plan, {})
             self.add("devices", {
@@ -309,9 +314,11 @@ class _Planner:
                 "bitstream_id": row["bitstream_id"],
                 "created_at": row["created_at"]})
             self.deployable[row["id"]] = row["uuid"]
-            self.settle(f"{what}: no Ironic inventory region of its host "
-                        "has its device's PCI address; kept usable under "
-                        f"Cyborg's provider {row['rp_uuid']}")
+            if row["device_id"] not in self.twins:
+                self.settle(f"{what}: no Ironic inventory region of its "
+                            "host has its device's PCI address; kept "
+                            f"usable under Cyborg's provider "
+                            f"{row['rp_uuid']}")
 
     def attributes(self):
         for row in self.rows["attributes"]:

@@ -42,6 +42,7 @@ from sqlalchemy.orm import attributes
 
 from accel_common import inventory
 from accel_common.placement import tree
+from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.cyborg_import import plan as cyborg_plan
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
@@ -339,7 +340,8 @@ def _apply(session, document):
     for source_id, device in devices.items():
         # NOTE(cyborg_lite): a device imported from Cyborg is in no
         # inventory document; it keeps Cyborg's provider and is not the
-        # document's to remove.
+        # document's to remove (when the document lists it too, it is
+        # adopted: cyborg_lite.cyborg_import.adopt).
         if source_id in wanted or source_id.startswith(
                 cyborg_plan.PREFIX):
             continue
@@ -356,6 +358,7 @@ def _apply(session, document):
             session.flush()
             session.delete(device)
             summary.add("devices", "deleted")
+    adopt.reserve_twin_handles(session, host)
     return summary.as_dict(host)
 
 

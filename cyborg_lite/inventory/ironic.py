@@ -26,6 +26,7 @@ from accel_common import clients
 from accel_common import exception as common_exception
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
+from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.inventory import apply
 from cyborg_lite.inventory import capacity
@@ -80,6 +81,22 @@ def write_function_traits(db, placement, taken):
                    f"{regions.PLACEMENT_FAILED} {error}")
 
 
+def adopt_imported(db, placement, host=None):
+    """Adopt the devices imported from Cyborg that a document now lists
+    too (:func:`cyborg_lite.cyborg_import.adopt.adopt`); returns its
+    lines, logged. A Placement refusal is logged and retried next pass."""
+    try:
+        lines = adopt.adopt(db, placement, host=host)
+    except common_exception.PlacementError as error:
+        lines = [f"adopting devices imported from Cyborg: {error}; "
+                 "retried on the next sync"]
+        LOG.error(lines[0])
+        return lines
+    for line in lines:
+        LOG.info("Cyborg import: %s", line)
+    return lines
+
+
 def sync(db, conn, host=None, apply_document=None, placement=None,
          agent_api=None, agent_host=None, offer_capacity=False):
     """Apply every selected node document to the database.
@@ -93,7 +110,9 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
         not reported yet are listed (the documents are applied anyway: a
         bind to such a region waits for the reporter, the scheduler cannot
         pick it before), and regions whose function a document changed get
-        their function trait (:func:`write_function_traits`).
+        their function trait (:func:`write_function_traits`); devices
+        imported from Cyborg that a document lists too are adopted
+        (:func:`adopt_imported`, its lines in ``"adopted"``).
     :param agent_api: a :class:`cyborg_lite.agent.rpcapi.AgentAPI`; when
         given, the regions a document lists without attach handles get
         the handles the host's agent discovers in-band
@@ -135,6 +154,8 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
                 missing[document["host"]] = absent
     result = {"applied": applied, "skipped": selection.skipped,
               "not_in_placement": missing}
+    if placement is not None:
+        result["adopted"] = adopt_imported(db, placement, host)
     if agent_api is not None:
         result["handles"] = handle_reports
     return result

@@ -104,7 +104,8 @@ def report(client, document, retries=4):
     wanted = desired.by_uuid()
     for rp in existing.values():
         if (rp["uuid"] in wanted
-                or rp["parent_provider_uuid"] != root["uuid"]):
+                or rp["parent_provider_uuid"] != root["uuid"]
+                or tree_mod.is_cyborg_provider(rp)):
             continue
         known = client.snapshot(rp["uuid"], rp["generation"])
         if known:

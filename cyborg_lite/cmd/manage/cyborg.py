@@ -16,7 +16,10 @@ Reads a Cyborg database (only reads) and prints what importing it would
 do, per kind, with one line per conflict and how it is settled. Without
 ``--apply`` nothing changes; with it everything is imported in one
 transaction. With ``[placement]`` configured it also says whether the
-providers kept hold the allocations of their Bound ARQs. Exit codes: 0 the
+providers kept hold the allocations of their Bound ARQs, and ``--apply``
+then adopts the imported devices an inventory document also lists
+(:mod:`cyborg_lite.cyborg_import.adopt`; a rerun finishes an adoption cut
+off halfway). Exit codes: 0 the
 import can be done (or was done), 1 a conflict stops it, 2 the source
 cannot be read or its schema is unknown.
 """
@@ -24,8 +27,10 @@ cannot be read or its schema is unknown.
 import sys
 
 from accel_common import clients
+from accel_common import exception as common_exception
 from accel_common.placement import client as placement_client
 from cyborg_lite import exception
+from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.cyborg_import import importer
 from cyborg_lite.cyborg_import import placement
 from cyborg_lite.cyborg_import import reader
@@ -49,6 +54,7 @@ def cyborg_import(conf, args):
         db.dispose()
     for line in plan.lines():
         print(line)
+    client = None
     if clients.is_configured(conf, "placement"):
         client = placement_client.Client(
             clients.connection(conf, "placement"))
@@ -56,13 +62,38 @@ def cyborg_import(conf, args):
             print("placement: " + line)
     if not plan.can_apply:
         return 1
-    if plan.empty:
-        return 0
-    if args.apply:
+    if args.apply and not plan.empty:
         print("Imported, in one transaction.")
-    else:
+    elif not args.apply and not plan.empty:
         print("Dry run: nothing was changed; run again with --apply to "
               "import.")
+    if args.apply:
+        return _adopt(conf, client)
+    return 0
+
+
+def _adopt(conf, client):
+    """Adopt the imported devices an inventory also has (see
+    :mod:`cyborg_lite.cyborg_import.adopt`); returns the exit code."""
+    db = db_engine.Database.from_conf(conf)
+    try:
+        if client is None:
+            waiting, lines = db.read(adopt.pending)
+            if waiting:
+                lines.append(
+                    f"{len(waiting)} imported device(s) are also in an "
+                    "inventory document: configure [placement] and run "
+                    "again to move them onto the inventory's regions; "
+                    "until then their twin handles stay reserved")
+        else:
+            lines = adopt.adopt(db, client)
+    except common_exception.PlacementError as error:
+        print(f"adopt: {error}; run again to finish", file=sys.stderr)
+        return 1
+    finally:
+        db.dispose()
+    for line in lines:
+        print("adopt: " + line)
     return 0
 
 

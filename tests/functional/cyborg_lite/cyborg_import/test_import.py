@@ -231,18 +231,6 @@ def test_inventory_sync_keeps_imported_devices(lite, source):
     assert resolved(lite, ONE_ARQ_INSTANCE)
 
 
-def test_device_already_in_the_inventory_is_refused(lite, source, capsys):
-    # The inventory of the same host reports a device at 0000:0c:00.0,
-    # the fake driver's address: importing it would count it twice.
-    inventory_apply.apply_document(lite.db,
-                                   make_inventory(host=HOST, first_bus=0x0d))
-    before = counts(lite.db)
-    assert run_import(lite.conf, source, apply=True) == 1
-    out = capsys.readouterr().out
-    assert "at 0000:0c:00.0: cyborg_lite already has this device" in out
-    assert counts(lite.db) == before
-
-
 def test_conflicting_profile_refuses_and_changes_nothing(lite, source,
                                                          capsys):
     response = lite.client.post(
