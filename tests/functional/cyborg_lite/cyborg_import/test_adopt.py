@@ -237,8 +237,12 @@ def test_import_adopts_a_device_the_inventory_already_has(
                        if len(a) == 2)).items():
         assert arq["attach_handle_info"]["function"] == HELD[arq_uuid][-1]
 
-    # The first report afterwards writes nothing; a rerun does nothing.
+    # The first report and sync afterwards write nothing; a rerun does
+    # nothing.
     assert cloud.report().writes == 0
+    assert not inventory_apply.apply_document(lite.db,
+                                              cloud.document)["changed"]
+    assert_adopted(cloud, lite)
     assert run_import(lite.conf, cloud.source, apply=True) == 0
     out = capsys.readouterr().out
     assert "Nothing to import" in out and "adopt:" not in out
