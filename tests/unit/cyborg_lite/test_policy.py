@@ -104,3 +104,32 @@ def test_conflicting_deprecated_service_roles_are_refused(setup):
     with pytest.raises(ValueError) as info:
         _ctx(conf, service="service")
     assert "[keystone_authtoken] service_token_roles" in str(info.value)
+
+
+def test_remembered_decisions_follow_an_edited_policy_file(tmp_path,
+                                                           monkeypatch):
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    conf([], default_config_files=[])
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text("{}\n")
+    policy.make_enforcer(conf)  # registers [oslo_policy]
+    conf.set_override("policy_file", str(policy_file), group="oslo_policy")
+    enforcer = policy.make_enforcer(conf)
+    now = [1000.0]
+    monkeypatch.setattr(policy.time, "monotonic", lambda: now[0])
+    reader, other = _ctx(conf, roles="reader"), _ctx(conf, project="p2",
+                                                     roles="reader")
+    policy.authorize(enforcer, "cyborg:arq:get_all", reader)
+    policy.authorize(enforcer, "cyborg:arq:get_all", other)
+    # Another target is another decision, never a remembered one.
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, "cyborg:arq:get_one", other,
+                         target={"project_id": "p1"})
+
+    policy_file.write_text('"cyborg:arq:get_all": "role:admin"\n')
+    now[0] += policy.RECHECK_SECONDS / 2
+    policy.authorize(enforcer, "cyborg:arq:get_all", reader)
+    now[0] += policy.RECHECK_SECONDS
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, "cyborg:arq:get_all", reader)
