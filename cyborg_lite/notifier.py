@@ -83,9 +83,13 @@ class NovaNotifier:
                     thread_name_prefix="nova-events")
             return self._executor
 
-    def notify_later(self, arq_uuids):
-        """Queue the events of ``arq_uuids``; returns the future."""
-        return self._pool().submit(self.send, list(arq_uuids))
+    def notify_later(self, arq_uuids, instances=None):
+        """Queue the events of ``arq_uuids``; returns the future.
+
+        :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller
+            has just bound (see :meth:`send`).
+        """
+        return self._pool().submit(self.send, list(arq_uuids), instances)
 
     def shutdown(self, wait=True):
         """Stop the thread pool (after the queued events, with ``wait``)."""
@@ -94,18 +98,21 @@ class NovaNotifier:
 
     def _compute(self):
         if self._connection is None:
-            self._connection = clients.connection(self.conf, "nova").compute
+            self._connection = clients.adapter(self.conf, "nova")
         return self._connection
 
-    def send(self, arq_uuids):
+    def send(self, arq_uuids, instances=None):
         """Claim and send the pending events of ``arq_uuids``.
 
+        :param instances: ``{arq uuid: instance uuid}`` of ARQs just bound
+            to those instances: their claim needs no read when they still
+            are (:func:`cyborg_lite.db.arqs.claim_notifications`).
         :returns: the events sent (empty when another worker claimed them
             or Nova is not configured).
         """
         if not arq_uuids or not self.enabled:
             return []
-        claimed = arq_db.claim_notifications(self.db, arq_uuids)
+        claimed = arq_db.claim_notifications(self.db, arq_uuids, instances)
         return self.deliver(claimed)[0]
 
     def deliver(self, claimed):

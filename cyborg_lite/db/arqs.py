@@ -15,6 +15,7 @@ bookkeeping of their Nova events."""
 
 import sqlalchemy as sa
 
+from cyborg_lite import arq_states
 from cyborg_lite import exception
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine
@@ -136,26 +137,41 @@ def other_bound(session, instance_uuid, exclude_ids):
     return list(session.execute(stmt).scalars())
 
 
+_CLAIM = (sa.update(models.ARQ)
+          .where(models.ARQ.uuid == sa.bindparam("arq"),
+                 models.ARQ.notification == "pending")
+          .values(notification="sending")
+          .execution_options(synchronize_session=False))
+#: the claim of an ARQ the caller has just bound: when it still is, the
+#: event is known without reading the row.
+_CLAIM_BOUND = _CLAIM.where(
+    models.ARQ.state == arq_states.BOUND,
+    models.ARQ.instance_uuid == sa.bindparam("instance"))
+_EVENT_OF = sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
+                      models.ARQ.state).where(
+    models.ARQ.uuid == sa.bindparam("arq"))
+
+
 @engine.transactional
-def claim_notifications(session, arq_uuids):
+def claim_notifications(session, arq_uuids, instances=None):
     """Claim ``pending`` events: only the worker whose UPDATE matched sends.
 
+    :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller has
+        just bound; each is claimed on condition that it is still
+        ``Bound`` to that instance, else as any other.
     :returns: [(arq uuid, instance uuid, state)] claimed by this call.
     """
+    instances = instances or {}
     claimed = []
     for arq_uuid in arq_uuids:
-        result = session.execute(
-            sa.update(models.ARQ)
-            .where(models.ARQ.uuid == arq_uuid,
-                   models.ARQ.notification == "pending")
-            .values(notification="sending")
-            .execution_options(synchronize_session=False))
-        if result.rowcount == 1:
-            row = session.execute(
-                sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
-                          models.ARQ.state)
-                .where(models.ARQ.uuid == arq_uuid)).one()
-            claimed.append(tuple(row))
+        instance = instances.get(arq_uuid)
+        if instance is not None and session.execute(
+                _CLAIM_BOUND, {"arq": arq_uuid, "instance": instance}
+        ).rowcount == 1:
+            claimed.append((arq_uuid, instance, arq_states.BOUND))
+        elif session.execute(_CLAIM, {"arq": arq_uuid}).rowcount == 1:
+            claimed.append(tuple(session.execute(
+                _EVENT_OF, {"arq": arq_uuid}).one()))
     return claimed
 
 

@@ -142,7 +142,10 @@ def update():
     if bound and notifier.enabled:
         # NOTE(cyborg_lite): events leave after the reply has been sent, so
         # Nova already knows the instance's host when they arrive.
-        response.call_on_close(lambda: notifier.notify_later(bound))
+        instances = {arq: work.get(arq, {}).get("instance_uuid")
+                     for arq in bound}
+        response.call_on_close(
+            lambda: notifier.notify_later(bound, instances))
     return response
 
 

@@ -36,7 +36,7 @@ from tests.fixtures.cyborg import make_cyborg
 class DiedBeforeSending(notifier_mod.NovaNotifier):
     """A worker that commits binds and dies before its events go out."""
 
-    def notify_later(self, arq_uuids):
+    def notify_later(self, arq_uuids, instances=None):
         return None
 
 

@@ -20,9 +20,11 @@ import uuid
 
 import pytest
 import requests
+import sqlalchemy as sa
 
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite.db import arqs as arq_db
+from cyborg_lite.db import models
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg import make_cyborg
@@ -39,9 +41,9 @@ class GatedNotifier(notifier_mod.NovaNotifier):
         super().__init__(conf, db)
         self.gate = threading.Event()
 
-    def send(self, arq_uuids):
+    def send(self, arq_uuids, instances=None):
         assert self.gate.wait(10), "the test never opened the gate"
-        return super().send(arq_uuids)
+        return super().send(arq_uuids, instances)
 
 
 @pytest.fixture
@@ -105,6 +107,29 @@ def test_event_is_sent_after_the_reply(tmp_path, nova_standin):
         notifier.gate.set()
         events = nova_standin.wait_for_events(1, server_uuid=instance)
     assert [e["tag"] for e in events] == arqs
+    notifier.shutdown()
+
+
+def test_an_arq_unbound_before_its_event_is_sent_reports_failed(
+        tmp_path, nova_standin):
+    # The worker that bound it knows the instance; the ARQ was unbound
+    # (and its event made pending again) before the worker claimed it.
+    overrides = {"nova.auth_type": "none",
+                 "nova.endpoint_override": nova_standin.endpoint}
+    notifier = GatedNotifier(make_conf(tmp_path, **overrides), None)
+    cyborg = make_cyborg(tmp_path, notifier=notifier, **overrides)
+    notifier.db = cyborg.db
+    with serve(cyborg.app) as url:
+        cyborg.url = url
+        response, (arq,), instance = _bind_over_http(cyborg, count=1)
+        assert response.status_code == 202
+        with cyborg.db.transaction() as session:
+            session.execute(sa.update(models.ARQ).where(
+                models.ARQ.uuid == arq).values(state="Unbound",
+                                               notification="pending"))
+        notifier.gate.set()
+        (event,) = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert (event["tag"], event["status"]) == (arq, "failed")
     notifier.shutdown()
 
 
