@@ -70,10 +70,26 @@ def _scope(stmt, project_id):
     return stmt
 
 
+#: Nova's list (``?instance=``, first page), by project scope.
+_OF_INSTANCE = {
+    scoped: (_scope(sa.select(models.ARQ),
+                    sa.bindparam("project") if scoped else None)
+             .where(models.ARQ.instance_uuid == sa.bindparam("instance"))
+             .order_by(models.ARQ.id)
+             .limit(sa.bindparam("limit", type_=sa.Integer)))
+    for scoped in (False, True)}
+
+
 @engine.reader
 def get_all(session, project_id=None, instance_uuid=None, uuids=None,
              limit=None, marker=None):
     """ARQs filtered in SQL. ``project_id`` None means every project."""
+    if instance_uuid is not None and limit is not None and (
+            uuids, marker) == (None, None):
+        return engine.as_page(session.execute(
+            _OF_INSTANCE[project_id is not None],
+            {"project": project_id, "instance": instance_uuid,
+             "limit": limit + 1}).scalars(), limit)
     stmt = _scope(sa.select(models.ARQ), project_id)
     if instance_uuid is not None:
         stmt = stmt.where(models.ARQ.instance_uuid == instance_uuid)
@@ -82,15 +98,21 @@ def get_all(session, project_id=None, instance_uuid=None, uuids=None,
     return engine.paginate(session, stmt, models.ARQ, limit, marker)
 
 
+_WITH_GROUPS = (sa.select(models.ARQ, models.DeviceProfile.groups)
+                .join(models.DeviceProfile,
+                      models.ARQ.device_profile_id == models.DeviceProfile.id)
+                .where(models.ARQ.uuid.in_(
+                    sa.bindparam("uuids", expanding=True))))
+_WITH_GROUPS_OF_PROJECT = _WITH_GROUPS.where(
+    models.ARQ.project_id == sa.bindparam("project"))
+
+
 def with_groups(session, uuids, project_id=None):
     """``[(arq, group)]`` of ARQs by uuid, each with its device profile
     group (the dict of the profile's ``groups`` the ARQ was made for)."""
     rows = session.execute(
-        _scope(sa.select(models.ARQ, models.DeviceProfile.groups)
-                   .join(models.DeviceProfile,
-                         models.ARQ.device_profile_id
-                         == models.DeviceProfile.id), project_id)
-        .where(models.ARQ.uuid.in_(uuids)))
+        _WITH_GROUPS if project_id is None else _WITH_GROUPS_OF_PROJECT,
+        {"uuids": list(uuids), "project": project_id})
     return [(arq, groups[arq.device_profile_group_id])
             for arq, groups in rows]
 
@@ -106,15 +128,18 @@ def get(session, arq_uuid, project_id=None):
     return arq
 
 
+_HANDLES_OF = (sa.select(models.AttachHandle, models.Deployable)
+               .join(models.Deployable,
+                     models.AttachHandle.deployable_id == models.Deployable.id)
+               .where(models.AttachHandle.arq_id.in_(
+                   sa.bindparam("arqs", expanding=True))))
+
+
 def handles_of(session, arq_ids):
     """{arq id: (attach handle, deployable)} for the ARQs holding one."""
     if not arq_ids:
         return {}
-    rows = session.execute(
-        sa.select(models.AttachHandle, models.Deployable)
-        .join(models.Deployable,
-              models.AttachHandle.deployable_id == models.Deployable.id)
-        .where(models.AttachHandle.arq_id.in_(arq_ids)))
+    rows = session.execute(_HANDLES_OF, {"arqs": list(arq_ids)})
     return {handle.arq_id: (handle, deployable)
             for handle, deployable in rows}
 
@@ -127,14 +152,16 @@ def delete_rows(session, arq_ids):
                         .execution_options(synchronize_session=False))
 
 
+_OTHER_BOUND = sa.select(models.ARQ).where(
+    models.ARQ.instance_uuid == sa.bindparam("instance"),
+    models.ARQ.state.in_((arq_states.BIND_STARTED, arq_states.BOUND)),
+    models.ARQ.id.not_in(sa.bindparam("exclude", expanding=True)))
+
+
 def other_bound(session, instance_uuid, exclude_ids):
     """ARQs of ``instance_uuid`` in a bound-ish state, not in the PATCH."""
-    stmt = sa.select(models.ARQ).where(
-        models.ARQ.instance_uuid == instance_uuid,
-        models.ARQ.state.in_(("BindStarted", "Bound")))
-    if exclude_ids:
-        stmt = stmt.where(models.ARQ.id.not_in(exclude_ids))
-    return list(session.execute(stmt).scalars())
+    return list(session.execute(_OTHER_BOUND, {
+        "instance": instance_uuid, "exclude": list(exclude_ids)}).scalars())
 
 
 _CLAIM = (sa.update(models.ARQ)

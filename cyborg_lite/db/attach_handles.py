@@ -16,6 +16,18 @@ import sqlalchemy as sa
 
 from cyborg_lite.db import models
 
+_H = models.AttachHandle
+_FREE = (sa.select(_H.id)
+         .where(_H.deployable_id == sa.bindparam("deployable"),
+                _H.in_use.is_(False), _H.retired.is_(False))
+         .order_by(_H.id)
+         .limit(sa.bindparam("attempts", type_=sa.Integer)))
+_TAKE = (sa.update(_H)
+         .where(_H.id == sa.bindparam("handle"), _H.in_use.is_(False))
+         .values(in_use=True, arq_id=sa.bindparam("arq"),
+                 updated_at=sa.bindparam("now"))
+         .execution_options(synchronize_session=False))
+
 
 def take_free(session, deployable_id, arq_id, attempts=8):
     """Reserve one free attach handle of a deployable for an ARQ.
@@ -27,19 +39,11 @@ def take_free(session, deployable_id, arq_id, attempts=8):
     :returns: the id of the handle taken, or None when none is free.
     """
     candidates = session.execute(
-        sa.select(models.AttachHandle.id)
-        .where(models.AttachHandle.deployable_id == deployable_id,
-               models.AttachHandle.in_use.is_(False),
-               models.AttachHandle.retired.is_(False))
-        .order_by(models.AttachHandle.id).limit(attempts)).scalars().all()
+        _FREE, {"deployable": deployable_id, "attempts": attempts}
+    ).scalars().all()
     for handle_id in candidates:
-        result = session.execute(
-            sa.update(models.AttachHandle)
-            .where(models.AttachHandle.id == handle_id,
-                   models.AttachHandle.in_use.is_(False))
-            .values(in_use=True, arq_id=arq_id,
-                    updated_at=models.utcnow())
-            .execution_options(synchronize_session=False))
+        result = session.execute(_TAKE, {
+            "handle": handle_id, "arq": arq_id, "now": models.utcnow()})
         if result.rowcount == 1:
             return handle_id
     return None

@@ -24,15 +24,18 @@ def by_rp(session, rp_uuid):
     return with_device_by_rp(session, rp_uuid)[0]
 
 
+_WITH_DEVICE_BY_RP = (
+    sa.select(models.Deployable, models.Device)
+    .join(models.Device, models.Deployable.device_id == models.Device.id)
+    .where(models.Deployable.rp_uuid == sa.bindparam("rp"),
+           models.Deployable.retired.is_(False)))
+
+
 def with_device_by_rp(session, rp_uuid):
     """``(deployable, device)`` of the live deployable whose resource
     provider is ``rp_uuid``, in one query, or ``(None, None)``."""
-    row = session.execute(
-        sa.select(models.Deployable, models.Device)
-        .join(models.Device,
-              models.Deployable.device_id == models.Device.id)
-        .where(models.Deployable.rp_uuid == rp_uuid,
-               models.Deployable.retired.is_(False))).one_or_none()
+    row = session.execute(_WITH_DEVICE_BY_RP,
+                          {"rp": rp_uuid}).one_or_none()
     return tuple(row) if row else (None, None)
 
 

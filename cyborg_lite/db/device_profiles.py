@@ -49,21 +49,24 @@ def get_all(session, names=None, limit=None, marker=None):
     return engine.paginate(session, stmt, models.DeviceProfile, limit, marker)
 
 
+_BY_UUID = sa.select(models.DeviceProfile).where(
+    models.DeviceProfile.uuid == sa.bindparam("ident"))
+_BY_NAME = sa.select(models.DeviceProfile).where(
+    models.DeviceProfile.name == sa.bindparam("ident"))
+
+
 @engine.reader
 def get(session, ident):
     """A device profile by uuid or by name.
 
     :raises DeviceProfileNotFound:
     """
-    column = (models.DeviceProfile.uuid if engine.is_uuid_like(ident)
-              else models.DeviceProfile.name)
-    profile = session.execute(
-        sa.select(models.DeviceProfile).where(column == ident)
-    ).scalar_one_or_none()
-    if profile is None and column is models.DeviceProfile.uuid:
-        profile = session.execute(
-            sa.select(models.DeviceProfile).where(
-                models.DeviceProfile.name == ident)).scalar_one_or_none()
+    by_uuid = engine.is_uuid_like(ident)
+    profile = session.execute(_BY_UUID if by_uuid else _BY_NAME,
+                              {"ident": ident}).scalar_one_or_none()
+    if profile is None and by_uuid:
+        profile = session.execute(_BY_NAME,
+                                  {"ident": ident}).scalar_one_or_none()
     if profile is None:
         raise exception.DeviceProfileNotFound(name=ident)
     return profile

@@ -254,7 +254,13 @@ def paginate(session, stmt, model, limit, marker):
     stmt = stmt.order_by(model.id)
     if limit is not None:
         stmt = stmt.limit(limit + 1)
-    page = Page(session.execute(stmt).scalars())
+    return as_page(session.execute(stmt).scalars(), limit)
+
+
+def as_page(rows, limit):
+    """A :class:`Page` of ``rows``, read with a limit of ``limit + 1`` (or
+    none): the extra row only says that there is a next page."""
+    page = Page(rows)
     if limit is not None and len(page) > limit:
         del page[limit:]
         page.next_marker = page[-1].uuid
