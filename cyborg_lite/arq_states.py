@@ -64,6 +64,24 @@ def can_move(current, target):
     return current == target or current in TRANSITIONS[target]
 
 
+_MOVES = {}
+
+
+def _move_statement(allowed, columns):
+    """``UPDATE arqs SET <columns> WHERE id = :arq_id AND state IN
+    <allowed>``, built once per shape (a handful exist)."""
+    stmt = _MOVES.get((allowed, columns))
+    if stmt is None:
+        stmt = (sa.update(models.ARQ)
+                .where(models.ARQ.id == sa.bindparam("arq_id"),
+                       models.ARQ.state.in_(allowed))
+                .values({column: sa.bindparam(f"new_{column}")
+                         for column in columns})
+                .execution_options(synchronize_session=False))
+        _MOVES[(allowed, columns)] = stmt
+    return stmt
+
+
 def move(session, arq, target, via=None, **values):
     """Move ``arq`` to ``target`` with one conditional UPDATE.
 
@@ -82,12 +100,10 @@ def move(session, arq, target, via=None, **values):
     """
     allowed = TRANSITIONS[target if via is None else via]
     values = dict(values, state=target, updated_at=models.utcnow())
-    stmt = (sa.update(models.ARQ)
-            .where(models.ARQ.id == arq.id,
-                   models.ARQ.state.in_(allowed))
-            .values(**values)
-            .execution_options(synchronize_session=False))
-    if session.execute(stmt).rowcount == 1:
+    stmt = _move_statement(allowed, tuple(sorted(values)))
+    params = {f"new_{key}": value for key, value in values.items()}
+    params["arq_id"] = arq.id
+    if session.execute(stmt, params).rowcount == 1:
         # NOTE(cyborg_lite): the row now holds exactly these values; keep
         # the object in step without another SELECT.
         for key, value in values.items():
