@@ -72,12 +72,14 @@ def _move_statement(allowed, columns):
     <allowed>``, built once per shape (a handful exist)."""
     stmt = _MOVES.get((allowed, columns))
     if stmt is None:
-        stmt = (sa.update(models.ARQ)
-                .where(models.ARQ.id == sa.bindparam("arq_id"),
-                       models.ARQ.state.in_(allowed))
+        # NOTE(cyborg_lite): on the table, not the ORM class: the caller's
+        # object is kept in step below, without ORM-enabled UPDATE costs.
+        table = models.ARQ.__table__
+        stmt = (sa.update(table)
+                .where(table.c.id == sa.bindparam("arq_id"),
+                       table.c.state.in_(allowed))
                 .values({column: sa.bindparam(f"new_{column}")
-                         for column in columns})
-                .execution_options(synchronize_session=False))
+                         for column in columns}))
         _MOVES[(allowed, columns)] = stmt
     return stmt
 

@@ -22,11 +22,12 @@ _FREE = (sa.select(_H.id)
                 _H.in_use.is_(False), _H.retired.is_(False))
          .order_by(_H.id)
          .limit(sa.bindparam("attempts", type_=sa.Integer)))
-_TAKE = (sa.update(_H)
-         .where(_H.id == sa.bindparam("handle"), _H.in_use.is_(False))
+_TABLE = _H.__table__
+_TAKE = (sa.update(_TABLE)
+         .where(_TABLE.c.id == sa.bindparam("handle"),
+                _TABLE.c.in_use.is_(False))
          .values(in_use=True, arq_id=sa.bindparam("arq"),
-                 updated_at=sa.bindparam("now"))
-         .execution_options(synchronize_session=False))
+                 updated_at=sa.bindparam("now")))
 
 
 def take_free(session, deployable_id, arq_id, attempts=8):
