@@ -18,7 +18,10 @@ do: one option group per service, named after the project (``[placement]``,
 adapter options. Imports nothing from Ironic.
 """
 
+import urllib.parse
+
 from keystoneauth1 import loading as ks_loading
+import requests
 
 #: option group -> service type, as openstacksdk's ``from_conf`` expects.
 SERVICE_TYPES = {
@@ -75,15 +78,47 @@ def connection(conf, group):
     return openstack.connection.Connection(config=region)
 
 
+class EnvironmentOnceSession(requests.Session):
+    """A requests Session reading the environment's proxy and CA bundle
+    settings once per scheme and host instead of on every request.
+
+    requests looks them up again for each request (a walk over
+    ``os.environ``: a quarter of a small POST's cost); a process's
+    environment does not change while it runs, so the answer for a host
+    does not either.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self._environment = {}
+
+    def merge_environment_settings(self, url, proxies, stream, verify,
+                                   cert):
+        if not self.trust_env:
+            return super().merge_environment_settings(url, proxies, stream,
+                                                      verify, cert)
+        parts = urllib.parse.urlsplit(url)
+        key = (parts.scheme, parts.netloc,
+               tuple(sorted((proxies or {}).items())), stream, verify, cert)
+        settings = self._environment.get(key)
+        if settings is None:
+            settings = super().merge_environment_settings(
+                url, proxies, stream, verify, cert)
+            self._environment[key] = settings
+        return dict(settings, proxies=dict(settings["proxies"]))
+
+
 def adapter(conf, group):
     """A keystoneauth Adapter for the service configured in ``group``.
 
     Lighter than :func:`connection` for a process that makes one kind of
     call many times (the API's Nova events): no openstacksdk proxy, the
+    environment read once per host (:class:`EnvironmentOnceSession`), the
     same session, auth and adapter options.
     """
     auth = ks_loading.load_auth_from_conf_options(conf, group)
-    session = ks_loading.load_session_from_conf_options(conf, group, auth=auth)
+    session = ks_loading.load_session_from_conf_options(
+        conf, group, auth=auth, session=EnvironmentOnceSession())
     return ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, auth=auth,
         service_type=conf[group].service_type or SERVICE_TYPES[group])
