@@ -29,6 +29,8 @@ version its document needs (:func:`version_for`), so a reader that knows
 only ``1.0`` keeps reading every document that has all addresses.
 """
 
+import hashlib
+import json
 import re
 import uuid
 
@@ -165,6 +167,13 @@ def _path(error):
     for part in error.absolute_path:
         parts.append(f"[{part}]" if isinstance(part, int) else f".{part}")
     return "document" + "".join(parts)
+
+
+def fingerprint(document):
+    """A digest of a document's content (key order aside): equal for two
+    documents exactly when they describe the same host and devices."""
+    text = json.dumps(document, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def validate(document):

@@ -25,6 +25,21 @@ inventory_opts = [
              "does. It only runs when [ironic] is configured; one API "
              "worker at a time runs it (a lease in the database). 0 "
              "disables it."),
+    cfg.IntOpt(
+        "full_sync_every",
+        default=6, min=1,
+        help="Every this many periodic syncs, every document is applied "
+             "and every host's agent asked for the attach handles its "
+             "document lacks. The passes in between apply only the "
+             "documents that changed since they were last applied (their "
+             "fingerprint is kept in the database) and write nothing for "
+             "the others. 1 applies every document on every pass."),
+    cfg.IntOpt(
+        "page_size",
+        default=500, min=1, max=1000,
+        help="Nodes asked of Ironic per request (Ironic caps it at its "
+             "[api] max_limit, 1000 by default); a pass keeps one page "
+             "of documents in memory at a time."),
 ]
 
 

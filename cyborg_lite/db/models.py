@@ -220,3 +220,17 @@ class CyborgImported(Base):
                                               primary_key=True)
     imported_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, default=utcnow)
+
+
+class InventoryApplied(Base):
+    """The inventory document last applied for a host: its node and the
+    fingerprint of its content (see :mod:`cyborg_lite.inventory.ironic`)."""
+
+    __tablename__ = "inventory_applied"
+
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  primary_key=True)
+    node_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    fingerprint: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    applied_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, default=utcnow)

@@ -24,10 +24,12 @@ from oslo_log import log as logging
 
 from accel_common import clients
 from accel_common import exception as common_exception
+from accel_common import inventory
 from accel_common import node_documents
 from accel_common.placement import client as placement_client
 from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import inventory_applied as applied_db
 from cyborg_lite.inventory import apply
 from cyborg_lite.inventory import capacity
 from cyborg_lite.inventory import handle_discovery
@@ -35,6 +37,10 @@ from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
+
+#: nodes per Ironic request, when not configured (``[inventory]
+#: page_size``).
+DEFAULT_PAGE_SIZE = 500
 
 
 def missing_providers(placement, document):
@@ -97,9 +103,31 @@ def adopt_imported(db, placement, host=None):
     return lines
 
 
+def _to_apply(conn, todo, page_size):
+    """``(node uuid, document)`` of the nodes in ``todo``: read one by one
+    when they fit in a page, else in a second pass over the pages (memory
+    stays one page)."""
+    if len(todo) <= page_size:
+        for node_uuid in sorted(todo):
+            node = node_documents.get_node(conn, node_uuid)
+            if node is not None:
+                yield node_documents.document_of(node)
+        return
+    for node in node_documents.stream_nodes(conn, page_size):
+        node_uuid, document = node_documents.document_of(node)
+        if node_uuid in todo:
+            yield node_uuid, document
+
+
 def sync(db, conn, host=None, apply_document=None, placement=None,
-         agent_api=None, agent_host=None, offer_capacity=False):
-    """Apply every selected node document to the database.
+         agent_api=None, agent_host=None, offer_capacity=False, full=True,
+         page_size=DEFAULT_PAGE_SIZE):
+    """Apply the selected node documents to the database.
+
+    Ironic is read page by page and no document is kept past its page: a
+    first pass notes which node claims which host and the fingerprint of
+    its document; then the documents to apply are read again (one by one,
+    or in a second pass when there are more than a page of them).
 
     :param db: a :class:`cyborg_lite.db.engine.Database`.
     :param conn: an openstacksdk connection (``[ironic]``).
@@ -124,36 +152,64 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
         is the host report's ``capacity``).
     :param agent_host: maps a document's host to the agent serving it
         (default: the same name).
+    :param full: apply every document; else only those whose fingerprint
+        differs from the one last applied for their host (the others are
+        counted in ``"unchanged"``, nothing is written for them).
+    :param page_size: nodes per Ironic request.
     :returns: ``{"applied": [summary], "skipped": {node: reason},
-        "not_in_placement": {host: [rp uuid]}}``, plus ``"handles":
-        {host: report}`` when ``agent_api`` is given.
+        "not_in_placement": {host: [rp uuid]}, "unchanged": n}``, plus
+        ``"handles": {host: report}`` when ``agent_api`` is given.
     """
     apply_document = apply_document or apply.apply_document
-    selection = node_documents.documents_from_ironic(conn, host=host)
+    known = applied_db.known(db)
+    found = node_documents.survey(
+        node_documents.stream_nodes(conn, page_size), host=host,
+        known=known)
+    claimed = found.single()
+    for node_uuid, reason in sorted(found.skipped.items()):
+        LOG.warning("Node %s: inventory document skipped: %s", node_uuid,
+                    reason)
+    todo = {node: (doc_host, fingerprint)
+            for doc_host, (node, fingerprint, _) in claimed.items()
+            if full or known.get(doc_host) != fingerprint}
     applied, missing, handle_reports = [], {}, {}
-    for document in selection.documents:
+    for node_uuid, document in _to_apply(conn, todo, page_size):
+        doc_host, fingerprint = todo[node_uuid]
+        if not document or document.get("host") != doc_host:
+            LOG.info("Node %s: its inventory document changed during the "
+                     "sync; it is applied on the next", node_uuid)
+            continue
+        fingerprint = inventory.fingerprint(document)
+        report = None
         if agent_api is not None:
-            server = agent_host(document["host"]) if agent_host else None
+            server = agent_host(doc_host) if agent_host else None
             document, report = handle_discovery.fill_handles(
                 document, agent_api, agent_host=server)
-            handle_reports[document["host"]] = report
+            handle_reports[doc_host] = report
         summary = apply_document(db, document)
         applied.append(summary)
         if placement is not None and summary.get("functions_taken"):
             write_function_traits(db, placement, summary["functions_taken"])
         if offer_capacity and placement is not None and \
-                agent_api is not None and report["filled"]:
+                report is not None and report["filled"]:
             report["capacity"] = capacity.offer_handles(
                 placement, document, report["filled"])
         if placement is not None:
             absent = missing_providers(placement, document)
             if absent:
                 LOG.warning("Host %s: %d region provider(s) not in "
-                            "Placement yet: %s", document["host"],
-                            len(absent), ", ".join(absent))
-                missing[document["host"]] = absent
-    result = {"applied": applied, "skipped": selection.skipped,
-              "not_in_placement": missing}
+                            "Placement yet: %s", doc_host, len(absent),
+                            ", ".join(absent))
+                missing[doc_host] = absent
+        # NOTE(cyborg_lite): a host whose agent could not be asked is not
+        # remembered: the next pass asks it again.
+        if report is None or not report["error"]:
+            applied_db.record(db, doc_host, node_uuid, fingerprint)
+    if full and host is None:
+        applied_db.forget_except(db, found.claims)
+    result = {"applied": applied, "skipped": found.skipped,
+              "not_in_placement": missing,
+              "unchanged": len(claimed) - len(todo)}
     if placement is not None:
         result["adopted"] = adopt_imported(db, placement, host)
     if agent_api is not None:
@@ -184,13 +240,16 @@ def _handles_line(host, report):
     return line
 
 
-def sync_from_ironic(conf, db, programmer, host=None):
+def sync_from_ironic(conf, db, programmer, host=None, full=True):
     """Apply the Ironic nodes' documents to ``db`` (all hosts, or ``host``).
 
     What ``inventory sync`` and the API's periodic sync both run: attach
     handles a document lacks come from the agent serving the host (through
     ``programmer``), and Placement (``[placement]``, when configured) is
     offered the capacity.
+
+    :param full: apply every document, not only the changed ones (see
+        :func:`sync`).
 
     :returns: :func:`sync`'s result.
     :raises ValueError: ``[ironic]`` is not configured.
@@ -203,11 +262,10 @@ def sync_from_ironic(conf, db, programmer, host=None):
             clients.connection(conf, "placement"))
     # NOTE(accel): the programmer knows which agent serves a host (the
     # embedded one with the in-process transport, else the host's own).
-    return sync(db, clients.connection(conf, "ironic"),
-                              host=host, placement=placement,
-                              agent_api=programmer.agent_api(),
-                              agent_host=programmer.agent_host,
-                              offer_capacity=True)
+    return sync(db, clients.connection(conf, "ironic"), host=host,
+                placement=placement, agent_api=programmer.agent_api(),
+                agent_host=programmer.agent_host, offer_capacity=True,
+                full=full, page_size=conf.inventory.page_size)
 
 
 def sync_problems(result):

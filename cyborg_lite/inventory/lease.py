@@ -76,6 +76,9 @@ class InventorySync:
         self.programmer = programmer
         self.owner = owner or (f"api-worker-{os.getpid()}-"
                                f"{uuidlib.uuid4().hex[:16]}")
+        #: passes this process ran since its last full one (None: none
+        #: yet, so the first is full).
+        self.since_full = None
 
     @property
     def lease_seconds(self):
@@ -160,17 +163,24 @@ class InventorySync:
         if not self.acquire():
             LOG.debug("Inventory sync: another pass holds the lease")
             return None
+        full = (self.since_full is None or self.since_full + 1
+                >= self.conf.inventory.full_sync_every)
         try:
             with self.holding():
                 result = ironic.sync_from_ironic(self.conf, self.db,
-                                                 self.programmer)
+                                                 self.programmer, full=full)
         except Exception as error:
             self._record(f"failed: {error}")
             raise
-        self._record(f"ok: {len(result['applied'])} document(s) applied, "
+        self.since_full = 0 if full else self.since_full + 1
+        kind = "full" if full else "changes only"
+        self._record(f"ok ({kind}): {len(result['applied'])} document(s) "
+                     f"applied, {result['unchanged']} unchanged, "
                      f"{len(result['skipped'])} node(s) skipped")
-        LOG.info("Inventory sync: %d document(s) applied, %d node(s) "
-                 "skipped", len(result["applied"]), len(result["skipped"]))
+        LOG.info("Inventory sync (%s): %d document(s) applied, %d "
+                 "unchanged, %d node(s) skipped", kind,
+                 len(result["applied"]), result["unchanged"],
+                 len(result["skipped"]))
         if ironic.sync_problems(result):
             for node, reason in sorted(result["skipped"].items()):
                 LOG.warning("Inventory sync skipped node %s: %s", node,

@@ -26,8 +26,6 @@ traits cyborg_lite set.
 """
 
 import dataclasses
-import hashlib
-import json
 import threading
 
 from oslo_log import log as logging
@@ -351,13 +349,6 @@ _REPORTED = {}
 _REPORTED_LOCK = threading.Lock()
 
 
-def fingerprint(document):
-    """What decides a node's providers: its document (the compute host it
-    is reported under included)."""
-    text = json.dumps(document, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _report_remembered(node_uuid, document, conf, client):
     """:func:`report`, remembering the document once Placement has it; a
     failed report leaves nothing remembered, so the next pass reports in
@@ -365,7 +356,7 @@ def _report_remembered(node_uuid, document, conf, client):
     _remember(node_uuid, None)
     result = report(client, document,
                     retries=conf.accel_placement.conflict_retries)
-    _remember(node_uuid, fingerprint(document))
+    _remember(node_uuid, inventory.fingerprint(document))
     return result
 
 
@@ -412,7 +403,7 @@ def report_periodic(node, document, conf=None, client=None):
         on the next pass).
     """
     conf = conf or _ironic_conf()
-    if _skip(node.uuid, fingerprint(document),
+    if _skip(node.uuid, inventory.fingerprint(document),
              conf.accel_placement.full_report_every):
         return None
     client = client or _make_client(conf)
