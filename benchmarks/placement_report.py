@@ -11,11 +11,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Placement reporter benchmark: N nodes x 4 devices into a real Placement.
+"""Placement reporter benchmark: N nodes x 2-4 devices into a real Placement.
 
-Starts its own openstack-placement (tests/fixtures/placement.py: sqlite,
-one wsgiref thread) and, for each N in ``--nodes``, reports N hosts with 2
-FPGAs and 2 GPUs each, sequentially through one client:
+Starts its own openstack-placement (tests/fixtures/placement.py: one
+wsgiref thread, on sqlite or, with ``--placement-db mariadb``, on MariaDB)
+and, for each N in ``--nodes``, reports N hosts with 2 to 4 devices each
+(FPGAs and GPUs), sequentially through one client:
 
 1. first report (creates 4 providers per host),
 2. the same documents again (target: zero writes; the client's provider
@@ -26,10 +27,13 @@ FPGAs and 2 GPUs each, sequentially through one client:
    that provider's inventory);
 5. the conductor periodic (:func:`reporter.report_periodic`): a first
    pass, a pass where nothing changed (target: no request at all), and one
-   where 1% of the nodes changed (requests for those only).
+   where 1% of the nodes changed (requests for those only). With
+   ``--periodic-only``, only these (the first pass then creates the
+   providers).
 
-Prints wall time per node and HTTP reads/writes per node for each phase,
-and the process's peak memory.
+Prints wall time per node, HTTP reads/writes per node and requests per
+pass for each phase, the process's peak memory and the size of what the
+periodic remembers per node.
 Not a test: figures only.
 
 Example::
@@ -38,8 +42,10 @@ Example::
 """
 
 import argparse
+import contextlib
 import copy
 import os
+import pickle
 import resource
 import sys
 import tempfile
@@ -52,6 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 
 from accel_common.placement import client as placement_client  # noqa: E402
 from ironic_accel.placement import reporter  # noqa: E402
+from tests.fixtures import cyborg_server  # noqa: E402
 from tests.fixtures import placement as fx  # noqa: E402
 from tests.functional import documents  # noqa: E402
 
@@ -80,22 +87,32 @@ def _periodic(client, docs):
             (client.writes - writes) / n, elapsed)
 
 
-def run(server, count):
+def _document(host, index):
+    """A node with 2 to 4 devices (FPGAs and GPUs), by its index."""
+    node_uuid = str(uuid.uuid4())
+    devices = [documents.fpga(node_uuid, 0), documents.gpu(node_uuid, 0),
+               documents.fpga(node_uuid, 1), documents.gpu(node_uuid, 1)]
+    return documents.document(host, node_uuid, devices[:2 + index % 3])
+
+
+def run(server, count, periodic_only=False):
     conn = server.connection()
     client = placement_client.Client(conn)
     docs = []
-    for _ in range(count):
+    for index in range(count):
         _, host = fx.create_compute_node(conn)
-        docs.append(documents.document(host, str(uuid.uuid4())))
+        docs.append(_document(host, index))
     changed = copy.deepcopy(docs)
     for doc in changed:
         doc["devices"][0]["regions"][0]["attach_handles"].append(
             {"type": "PCI", "pci_address": "0000:5e:01.7"})
-    rows = [("first report", _phase(client, docs)),
-            ("no-change re-report", _phase(client, docs))]
-    fresh = placement_client.Client(conn)
-    rows.append(("no-change, new client", _phase(fresh, docs)))
-    rows.append(("one device changed", _phase(fresh, changed)))
+    rows = []
+    if not periodic_only:
+        rows = [("first report", _phase(client, docs)),
+                ("no-change re-report", _phase(client, docs))]
+        fresh = placement_client.Client(conn)
+        rows.append(("no-change, new client", _phase(fresh, docs)))
+        rows.append(("one device changed", _phase(fresh, changed)))
     reporter.forget_reports()
     periodic = placement_client.Client(conn)
     rows.append(("periodic, first pass", _periodic(periodic, changed)))
@@ -105,12 +122,17 @@ def run(server, count):
         doc["devices"][0]["regions"][0]["attach_handles"].pop()
     rows.append(("periodic, 1% changed", _periodic(periodic, one_percent)))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    devices = sum(len(d["devices"]) for d in docs)
     for label, (ms, reads, writes, total) in rows:
         print(f"N={count:4d}  {label:21s}  {ms:7.1f} ms/node  "
               f"{reads:5.2f} reads/node  {writes:5.2f} writes/node  "
-              f"(total {total:6.2f} s)", flush=True)
-    print(f"N={count:4d}  reporter process max RSS {rss:.0f} MiB",
-          flush=True)
+              f"requests {round((reads + writes) * count):6d}  "
+              f"(total {total:7.2f} s)", flush=True)
+    remembered = len(pickle.dumps(dict(reporter._REPORTED)))
+    print(f"N={count:4d}  {devices} devices; reporter process max RSS "
+          f"{rss:.0f} MiB; the periodic's memory of the nodes: "
+          f"{remembered / 1024:.0f} KiB ({remembered / count:.0f} bytes "
+          f"per node)", flush=True)
     conn.close()
 
 
@@ -118,15 +140,28 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+",
                         default=[10, 50, 200])
+    parser.add_argument("--placement-db", choices=["sqlite", "mariadb"],
+                        default="sqlite",
+                        help="Placement's database (MariaDB: a database "
+                        "made for the run on 127.0.0.1, dropped after)")
+    parser.add_argument("--periodic-only", action="store_true",
+                        help="only the conductor periodic's passes (the "
+                        "first one creates the providers)")
     args = parser.parse_args()
     print("load average before: %.1f %.1f %.1f" % os.getloadavg())
-    with tempfile.TemporaryDirectory(prefix="placement-bench-") as workdir:
-        server = fx.PlacementServer(workdir).start()
-        try:
-            for count in args.nodes:
-                run(server, count)
-        finally:
-            server.stop()
+    with contextlib.ExitStack() as stack:
+        workdir = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="placement-bench-"))
+        connection = None
+        if args.placement_db == "mariadb":
+            connection = stack.enter_context(
+                cyborg_server.mariadb_database("placement_bench"))
+        server = fx.PlacementServer(workdir, connection=connection).start()
+        stack.callback(server.stop)
+        print(f"Placement (wsgiref, one thread) on {args.placement_db}; "
+              "nodes with 2 to 4 devices")
+        for count in args.nodes:
+            run(server, count, periodic_only=args.periodic_only)
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ log_file = {log_file}
 auth_strategy = noauth2
 
 [placement_database]
-connection = sqlite:///{db_file}
+connection = {connection}
 sync_on_startup = True
 
 [oslo_policy]
@@ -87,13 +87,16 @@ class PlacementServer:
         start. Choosing it up front makes ``url`` known before the start,
         so a client's configuration (Ironic's) can be written while
         Placement is still starting.
+    :param connection: a SQLAlchemy URL of a database (MariaDB,
+        PostgreSQL) to use instead of a sqlite file; it is left as it is.
     """
 
-    def __init__(self, workdir, db_file=None, port=None):
+    def __init__(self, workdir, db_file=None, port=None, connection=None):
         self.workdir = workdir
-        self.db_file = db_file or os.path.join(
+        self.connection_url = connection
+        self.db_file = None if connection else db_file or os.path.join(
             _db_dir(), f"placement-{uuid.uuid4().hex}.sqlite")
-        self._remove_db = db_file is None
+        self._remove_db = db_file is None and connection is None
         self.log_file = os.path.join(workdir, "placement.log")
         self.port = port
         self.process = None
@@ -118,12 +121,13 @@ class PlacementServer:
         with open(os.path.join(self.workdir, "placement.conf"), "w") as f:
             f.write(_CONF_TEMPLATE.format(
                 log_file=self.log_file, policy_file=policy_file,
-                db_file=self.db_file))
+                connection=self.connection_url
+                or f"sqlite:///{self.db_file}"))
         env = common.child_env(OS_PLACEMENT_CONFIG_DIR=self.workdir)
         self._stderr = open(self.log_file + ".err", "w")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "accel_tools.embedded.placement",
-             self.workdir, self.db_file, str(self.port or 0)]
+             self.workdir, self.db_file or "-", str(self.port or 0)]
             + (["--remove-db"] if self._remove_db else []),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, cwd=self.workdir, text=True)
