@@ -131,15 +131,15 @@ def one_pass(label, total, db, conn, placement, counters, full,
     if not full:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
+    memory = f"RSS {_rss_mib():4.0f} MiB"
+    if peak:
+        memory = f"pass peak {peak / 2**20:5.1f} MiB  " + memory
     print(f"N={total:5d}  {label:24s} {elapsed:7.2f} s  "
           f"applied {len(result['applied']):5d}  "
           f"Ironic {ironic.count - before[0]:5d}  "
           f"DB writes {writes.count - before[1]:6d}  "
           f"Placement {placement.reads - before[2]:5d} GET "
-          f"{placement.writes - before[3]:3d} other  "
-          f"peak {peak / 2**20:6.1f} MiB  RSS {_rss_mib():6.0f} MiB"
-          if peak else f"RSS {_rss_mib():6.0f} MiB",
-          flush=True)
+          f"{placement.writes - before[3]:3d} other  {memory}", flush=True)
     return result
 
 
