@@ -56,6 +56,7 @@ import requests
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
+from benchmarks import _common  # noqa: E402
 from tests.fixtures import cyborg_server  # noqa: E402
 from tests.fixtures.nova_standin import NovaStandinProcess  # noqa: E402
 
@@ -63,14 +64,6 @@ STEPS = ("create", "bind", "get_resolved", "cycle")
 WARMUP = 10
 #: cycles (and floors) per block when measuring their ratio.
 BLOCK = 20
-
-
-def percentile(values, fraction):
-    """The nearest-rank percentile of ``values`` (fraction in 0..1)."""
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1,
-                       int(round(fraction * len(ordered) + 0.5)) - 1))
-    return ordered[index]
 
 
 class Cycler:
@@ -203,20 +196,7 @@ def report(label, results, wall, server_cpu=None):
     for step in STEPS:
         values = [r[step] for r in results]
         print(f"  {step:<14}{statistics.median(values):>10.2f}"
-              f"{percentile(values, 0.95):>10.2f}")
-
-
-@contextlib.contextmanager
-def database(kind):
-    """A database URL for ``kind`` (sqlite: None, the server's own file)."""
-    if kind == "sqlite":
-        yield None
-    elif kind == "mariadb":
-        with cyborg_server.mariadb_database("cyborg_bench") as url:
-            yield url
-    else:
-        with cyborg_server.postgresql_database("cyborg_bench") as url:
-            yield url
+              f"{_common.percentile(values, 0.95):>10.2f}")
 
 
 def main(argv=None):
@@ -246,7 +226,7 @@ def main(argv=None):
     with contextlib.ExitStack() as stack:
         nova = None if args.no_nova else stack.enter_context(
             NovaStandinProcess())
-        db_url = stack.enter_context(database(args.db))
+        db_url = stack.enter_context(_common.database(args.db))
         workdir = stack.enter_context(
             tempfile.TemporaryDirectory(prefix="arq-bench-"))
         server = cyborg_server.CyborgServer(

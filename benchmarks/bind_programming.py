@@ -51,17 +51,11 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 
+from benchmarks import _common  # noqa: E402
 from tests.fixtures import cyborg_server  # noqa: E402
 from tests.functional.cyborg_lite.programming import env  # noqa: E402
 
 POOL_RC = "CUSTOM_FPGA_POOL"
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1,
-                       int(round(fraction * len(ordered) + 0.5)) - 1))
-    return ordered[index]
 
 
 def document(binds, pool_size):
@@ -82,7 +76,7 @@ def timed(func):
 
 def report(name, millis, total_seconds, count):
     print(f"{name:12s} n={count:4d}  median {statistics.median(millis):7.2f}"
-          f" ms  p95 {percentile(millis, 0.95):7.2f} ms  "
+          f" ms  p95 {_common.percentile(millis, 0.95):7.2f} ms  "
           f"{count / total_seconds:7.1f} create+bind/s")
 
 
@@ -220,7 +214,8 @@ def main(argv=None):
         report("programming", patch_ms, t_prog, args.programming_binds)
         print(f"{'':12s} PATCH->Bound median "
               f"{statistics.median(bound_ms):7.2f} ms  p95 "
-              f"{percentile(bound_ms, 0.95):7.2f} ms (sim programs in 0 s; "
+              f"{_common.percentile(bound_ms, 0.95):7.2f} ms (sim programs "
+              f"in 0 s; "
               f"includes the 50 ms poll of the in-process transport and "
               f"the client's 50 ms polling)")
 

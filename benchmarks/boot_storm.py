@@ -62,6 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 import requests  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
+from benchmarks import _common  # noqa: E402
 from cyborg_lite.db import engine as db_engine  # noqa: E402
 from cyborg_lite.db import models  # noqa: E402
 from cyborg_lite.inventory import apply as inventory_apply  # noqa: E402
@@ -74,13 +75,6 @@ STEPS = ("create", "bind", "resolve", "boot")
 FUNCTIONS = ("nlb0", "nlb3")
 #: attach handles per region of the instant storm's regions.
 HANDLES_PER_REGION = 32
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1,
-                       int(round(fraction * len(ordered) + 0.5)) - 1))
-    return ordered[index]
 
 
 def inventory(instances, programmed):
@@ -219,7 +213,7 @@ def report(label, storm, seconds, problems, events):
     for step in STEPS:
         values = [t[step] for t in storm.timings] or [0]
         print(f"  {step:<10}{statistics.median(values):>10.1f}"
-              f"{percentile(values, 0.99):>10.1f}{max(values):>10.1f}")
+              f"{_common.percentile(values, 0.99):>10.1f}{max(values):>10.1f}")
     programmed = [t["boot"] for t in storm.timings if t["programmed"]]
     if programmed:
         print(f"  instances that waited for programming: {len(programmed)};"
@@ -232,18 +226,6 @@ def report(label, storm, seconds, problems, events):
                          "completed event per ARQ"))
 
 
-@contextlib.contextmanager
-def database(kind):
-    if kind == "sqlite":
-        yield None
-    elif kind == "mariadb":
-        with cyborg_server.mariadb_database("cyborg_storm") as url:
-            yield url
-    else:
-        with cyborg_server.postgresql_database("cyborg_storm") as url:
-            yield url
-
-
 def storm_once(args, programmed):
     """One storm on a fresh server; returns nothing, prints."""
     instances = args.instances
@@ -253,7 +235,8 @@ def storm_once(args, programmed):
         workdir = pathlib.Path(stack.enter_context(
             tempfile.TemporaryDirectory(prefix="boot-storm-")))
         nova = stack.enter_context(nova_standin.NovaStandinProcess())
-        db_url = stack.enter_context(database(args.db))
+        db_url = stack.enter_context(
+            _common.database(args.db, "cyborg_storm"))
         options = {"nova": {"notify_retry_interval": 0.1}}
         if programmed:
             url = rabbitmq.broker_url()

@@ -56,9 +56,9 @@ import sqlalchemy as sa  # noqa: E402
 from accel_common.placement import client as placement_client  # noqa: E402
 from accel_tools.embedded import ironic as ironic_launcher  # noqa: E402
 from accel_tools.embedded import placement as placement_launcher  # noqa
+from benchmarks import _common  # noqa: E402
 from cyborg_lite.db import engine as db_engine  # noqa: E402
 from cyborg_lite.inventory import ironic as ironic_inventory  # noqa: E402
-from tests.fixtures import cyborg_server  # noqa: E402
 from tests.functional import documents  # noqa: E402
 
 FAKE_INTERFACES = {"boot_interface": "fake", "deploy_interface": "fake",
@@ -147,18 +147,6 @@ def one_pass(label, total, db, conn, placement, counters, full,
     return result
 
 
-@contextlib.contextmanager
-def database(kind, workdir):
-    if kind == "sqlite":
-        yield f"sqlite:///{workdir}/cyborg.sqlite"
-    elif kind == "mariadb":
-        with cyborg_server.mariadb_database("cyborg_sync_bench") as url:
-            yield url
-    else:
-        with cyborg_server.postgresql_database("cyborg_sync_bench") as url:
-            yield url
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+",
@@ -182,8 +170,9 @@ def main():
             ironic_dir, placement_url=placement_server.url)
         ironic.start()
         stack.callback(ironic.stop)
-        db = db_engine.Database(stack.enter_context(
-            database(args.db, workdir)))
+        db = db_engine.Database(stack.enter_context(_common.database(
+            args.db, "cyborg_sync_bench",
+            sqlite_url=f"sqlite:///{workdir}/cyborg.sqlite")))
         db.sync()
         stack.callback(db.dispose)
         conn = ironic.connection()

@@ -92,12 +92,22 @@ def test_one_completed_event_per_arq_with_microversion_2_82(with_nova):
     assert len(nova.settle(quiet=0.3)) == 2
 
 
-def test_event_is_sent_after_the_reply(tmp_path, nova_standin):
+@pytest.fixture
+def gated(tmp_path, nova_standin):
+    """cyborg_lite whose events wait for ``notifier.gate``; yields
+    ``(cyborg, notifier)``."""
     overrides = {"nova.auth_type": "none",
                  "nova.endpoint_override": nova_standin.endpoint}
     notifier = GatedNotifier(make_conf(tmp_path, **overrides), None)
     cyborg = make_cyborg(tmp_path, notifier=notifier, **overrides)
     notifier.db = cyborg.db
+    yield cyborg, notifier
+    notifier.gate.set()
+    notifier.shutdown()
+
+
+def test_event_is_sent_after_the_reply(gated, nova_standin):
+    cyborg, notifier = gated
     with serve(cyborg.app) as url:
         cyborg.url = url
         # the reply arrives while the event is still held back
@@ -107,18 +117,13 @@ def test_event_is_sent_after_the_reply(tmp_path, nova_standin):
         notifier.gate.set()
         events = nova_standin.wait_for_events(1, server_uuid=instance)
     assert [e["tag"] for e in events] == arqs
-    notifier.shutdown()
 
 
 def test_an_arq_unbound_before_its_event_is_sent_reports_failed(
-        tmp_path, nova_standin):
+        gated, nova_standin):
     # The worker that bound it knows the instance; the ARQ was unbound
     # (and its event made pending again) before the worker claimed it.
-    overrides = {"nova.auth_type": "none",
-                 "nova.endpoint_override": nova_standin.endpoint}
-    notifier = GatedNotifier(make_conf(tmp_path, **overrides), None)
-    cyborg = make_cyborg(tmp_path, notifier=notifier, **overrides)
-    notifier.db = cyborg.db
+    cyborg, notifier = gated
     with serve(cyborg.app) as url:
         cyborg.url = url
         response, (arq,), instance = _bind_over_http(cyborg, count=1)
@@ -130,7 +135,6 @@ def test_an_arq_unbound_before_its_event_is_sent_reports_failed(
         notifier.gate.set()
         (event,) = nova_standin.wait_for_events(1, server_uuid=instance)
     assert (event["tag"], event["status"]) == (arq, "failed")
-    notifier.shutdown()
 
 
 def test_server_errors_are_retried(with_nova):

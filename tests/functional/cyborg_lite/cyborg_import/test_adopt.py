@@ -36,6 +36,7 @@ from tests.fixtures.cyborg import make_cyborg
 from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.cyborg_lite.cyborg_import.test_import import NOVA
 from tests.functional.cyborg_lite.cyborg_import.test_import import PROJECT
+from tests.functional.cyborg_lite.cyborg_import.test_import import resolved
 from tests.functional.cyborg_lite.cyborg_import.test_import import run_import
 
 #: the addresses (bus 0c, device 00) of the fake driver's handles that
@@ -156,14 +157,6 @@ def twin_handles(db, rp_uuid):
                        models.ARQ.id == models.AttachHandle.arq_id)
             .where(models.Deployable.rp_uuid == rp_uuid)).all()
     return {address: (in_use, arq) for address, in_use, arq in rows}
-
-
-def resolved(lite, instance):
-    response = lite.client.get(
-        f"/v2/accelerator_requests?instance={instance}&bind_state=resolved",
-        headers=NOVA)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    return {a["uuid"]: a for a in response.get_json()["arqs"]}
 
 
 def assert_adopted(cloud, lite):
