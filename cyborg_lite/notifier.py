@@ -15,9 +15,12 @@
 
 Real Cyborg notifies inside the PATCH, before Nova's instance has a host, so
 Nova answers 207/422 and survives only by polling. Here the handler answers
-first; the events go out from a small thread pool, once per ARQ: the ARQ's
+first; the events go out from a few sender threads, once per ARQ: the ARQ's
 ``notification`` column is claimed with a conditional UPDATE, so two API
-workers can never both send it.
+workers can never both send it. Events queued within ``[nova]
+notify_batch_interval`` of each other leave together: one claim, one
+``os-server-external-events`` call and one record of the outcome for the
+batch, as Neutron batches its own events to Nova (``send_events_interval``).
 
 A worker that dies after a bind commits but before its event is out leaves
 the ARQ ``pending`` (or ``sending``, if it died mid-send).
@@ -26,6 +29,7 @@ the ARQ ``pending`` (or ``sending``, if it died mid-send).
 can run it too.
 """
 
+import collections
 from concurrent import futures
 import dataclasses
 import datetime
@@ -48,6 +52,8 @@ EVENTS_PATH = "/os-server-external-events"
 DEFAULT_GRACE = 60
 #: floor of the seconds after which a ``sending`` claim counts as dead.
 DEFAULT_STALE_SENDING = 600
+#: most events in one os-server-external-events call.
+MAX_BATCH = 50
 
 
 class NovaNotifier:
@@ -61,7 +67,13 @@ class NovaNotifier:
         self.conf = conf
         self.db = db
         self._lock = threading.Lock()
-        self._executor = None
+        self._queued = threading.Condition(self._lock)
+        #: [(arq uuids, {arq uuid: instance uuid}, future)] not yet taken.
+        self._queue = collections.deque()
+        self._senders = []
+        #: sender threads waiting for the queue.
+        self._idle = 0
+        self._stopping = False
         self._connection = None
         self._warned = False
 
@@ -75,26 +87,106 @@ class NovaNotifier:
                      "accelerator-request-bound events will be sent")
         return enabled
 
-    def _pool(self):
-        with self._lock:
-            if self._executor is None:
-                self._executor = futures.ThreadPoolExecutor(
-                    max_workers=self.conf.nova.notify_workers,
-                    thread_name_prefix="nova-events")
-            return self._executor
-
     def notify_later(self, arq_uuids, instances=None):
-        """Queue the events of ``arq_uuids``; returns the future.
+        """Queue the events of ``arq_uuids``; a sender thread sends them
+        with those queued within ``[nova] notify_batch_interval``.
 
         :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller
             has just bound (see :meth:`send`).
+        :returns: a future of the events sent for ``arq_uuids`` (none
+            after :meth:`shutdown`: they stay pending for
+            :func:`resend_pending`).
         """
-        return self._pool().submit(self.send, list(arq_uuids), instances)
+        future = futures.Future()
+        with self._lock:
+            if self._stopping:
+                LOG.warning("Shutting down: the Nova events of %s are left "
+                            "to the resend of pending events",
+                            ", ".join(arq_uuids))
+                future.set_result([])
+                return future
+            self._queue.append((list(arq_uuids), dict(instances or {}),
+                                future))
+            if not self._idle and (len(self._senders)
+                                   < self.conf.nova.notify_workers):
+                sender = threading.Thread(
+                    target=self._send_queued, daemon=True,
+                    name=f"nova-events-{len(self._senders)}")
+                self._senders.append(sender)
+                sender.start()
+            self._queued.notify()
+        return future
 
     def shutdown(self, wait=True):
-        """Stop the thread pool (after the queued events, with ``wait``)."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=wait)
+        """Send what is queued, then stop the sender threads (waiting for
+        them with ``wait``)."""
+        with self._lock:
+            self._stopping = True
+            self._queued.notify_all()
+            senders = list(self._senders)
+        if wait:
+            for sender in senders:
+                sender.join()
+
+    def _take_batch(self):
+        """The next batch from the queue (None when stopping and empty):
+        what arrives within the batch interval of its first event, up to
+        :data:`MAX_BATCH` ARQs."""
+        with self._lock:
+            # NOTE(cyborg_lite): a sender gathering a batch counts as idle,
+            # so notify_later starts another only when all are sending.
+            self._idle += 1
+            try:
+                while True:
+                    while not self._queue and not self._stopping:
+                        self._queued.wait()
+                    if not self._queue:
+                        return None
+                    self._gather()
+                    if self._queue:
+                        return self._pop_batch()
+            finally:
+                self._idle -= 1
+
+    def _gather(self):
+        deadline = time.monotonic() + self.conf.nova.notify_batch_interval
+        while not self._stopping and (
+                sum(len(q[0]) for q in self._queue) < MAX_BATCH):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._queued.wait(remaining)
+
+    def _pop_batch(self):
+        batch, size = [], 0
+        while self._queue and (not batch or size + len(
+                self._queue[0][0]) <= MAX_BATCH):
+            batch.append(self._queue.popleft())
+            size += len(batch[-1][0])
+        return batch
+
+    def _send_queued(self):
+        while True:
+            batch = self._take_batch()
+            if batch is None:
+                return
+            uuids = [arq for arqs, _, _ in batch for arq in arqs]
+            instances = {}
+            for _, bound, _ in batch:
+                instances.update(bound)
+            try:
+                sent = self.send(uuids, instances)
+            except Exception as error:
+                # NOTE(cyborg_lite): the events stay claimed or pending in
+                # the database; resend_pending sends them later.
+                LOG.exception("Sending Nova events for %s failed",
+                              ", ".join(uuids))
+                for _, _, future in batch:
+                    future.set_exception(error)
+                continue
+            for arqs, _, future in batch:
+                mine = set(arqs)
+                future.set_result([e for e in sent if e["tag"] in mine])
 
     def _compute(self):
         if self._connection is None:
@@ -206,7 +298,7 @@ class ResendResult:
 
 
 def resend_pending(notifier, grace=DEFAULT_GRACE, stale_sending=None,
-                   include_failed=False, limit=500, batch=50):
+                   include_failed=False, limit=500, batch=MAX_BATCH):
     """Send the events a crashed or restarted worker left behind.
 
     Claims, with one conditional UPDATE per ARQ (so two workers running this

@@ -16,6 +16,7 @@ retried on failure, 207/422 not retried, skipped without [nova]."""
 
 import logging
 import threading
+import time
 import uuid
 
 import pytest
@@ -47,11 +48,12 @@ class GatedNotifier(notifier_mod.NovaNotifier):
 
 
 @pytest.fixture
-def with_nova(tmp_path, nova_standin):
+def with_nova(tmp_path, nova_standin, request):
     overrides = {"nova.auth_type": "none",
                  "nova.endpoint_override": nova_standin.endpoint,
                  "nova.notify_retry_interval": 0.05,
                  "nova.notify_retries": 3}
+    overrides.update(getattr(request, "param", {}))
     cyborg = make_cyborg(tmp_path, **overrides)
     with serve(cyborg.app) as url:
         cyborg.url = url
@@ -195,3 +197,47 @@ def test_without_nova_nothing_is_sent_and_bind_works(cyborg, caplog):
     response = cyborg.bind([arq], FPGA_REGION0_RP, str(uuid.uuid4()))
     assert response.status_code == 202
     assert arq_db.get_all(cyborg.db, uuids=[arq])[0].notification is None
+
+
+@pytest.mark.parametrize("with_nova", [{"nova.notify_batch_interval": 1.0}],
+                         indirect=True)
+def test_events_of_binds_close_together_leave_in_one_call(with_nova):
+    cyborg, nova = with_nova
+    bound = {}
+    for _ in range(3):
+        response, (arq,), instance = _bind_over_http(cyborg, count=1)
+        assert response.status_code == 202
+        bound[arq] = instance
+    events = nova.wait_for_events(3)
+    assert len(nova.settle(quiet=0.3)) == 3
+    assert {e["tag"]: e["server_uuid"] for e in events} == bound
+    assert {e["status"] for e in events} == {"completed"}
+    assert len(nova.requests) == 1
+    rows = arq_db.get_all(cyborg.db, uuids=list(bound))
+    assert {r.notification for r in rows} == {"sent"}
+
+
+def test_shutdown_sends_what_is_queued(tmp_path, nova_standin):
+    overrides = {"nova.auth_type": "none",
+                 "nova.endpoint_override": nova_standin.endpoint,
+                 "nova.notify_batch_interval": 5.0}
+    cyborg = make_cyborg(tmp_path, **overrides)
+    with serve(cyborg.app) as url:
+        cyborg.url = url
+        response, (arq,), instance = _bind_over_http(cyborg, count=1)
+    assert response.status_code == 202
+    # a second worker's notifier, asked for the same event, waits up to 5 s
+    # for more; its shutdown sends the batch at once
+    other = notifier_mod.NovaNotifier(cyborg.conf, cyborg.db)
+    queued = other.notify_later([arq], {arq: instance})
+    started = time.monotonic()
+    other.shutdown(wait=True)
+    assert time.monotonic() - started < 4
+    assert [(e["tag"], e["server_uuid"]) for e in queued.result()] == [
+        (arq, instance)]
+    # the binding worker's own batch finds the event claimed: one event
+    cyborg.app.extensions["cyborg_lite"].notifier.shutdown(wait=True)
+    assert [(e["tag"], e["server_uuid"]) for e in nova_standin.settle(
+        quiet=0.3)] == [(arq, instance)]
+    # after shutdown nothing is queued: the event stays for the resend
+    assert other.notify_later([arq]).result() == []
