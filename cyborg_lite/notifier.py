@@ -70,6 +70,8 @@ class NovaNotifier:
         self._queued = threading.Condition(self._lock)
         #: [(arq uuids, {arq uuid: instance uuid}, future)] not yet taken.
         self._queue = collections.deque()
+        #: ARQs in the queue.
+        self._waiting = 0
         self._senders = []
         #: sender threads waiting for the queue.
         self._idle = 0
@@ -107,6 +109,7 @@ class NovaNotifier:
                 return future
             self._queue.append((list(arq_uuids), dict(instances or {}),
                                 future))
+            self._waiting += len(arq_uuids)
             if not self._idle and (len(self._senders)
                                    < self.conf.nova.notify_workers):
                 sender = threading.Thread(
@@ -114,7 +117,10 @@ class NovaNotifier:
                     name=f"nova-events-{len(self._senders)}")
                 self._senders.append(sender)
                 sender.start()
-            self._queued.notify()
+            # NOTE(cyborg_lite): a sender gathering a batch sleeps until its
+            # deadline; waking it for every event would only cost switches.
+            if len(self._queue) == 1 or self._waiting >= MAX_BATCH:
+                self._queued.notify()
         return future
 
     def shutdown(self, wait=True):
@@ -150,8 +156,7 @@ class NovaNotifier:
 
     def _gather(self):
         deadline = time.monotonic() + self.conf.nova.notify_batch_interval
-        while not self._stopping and (
-                sum(len(q[0]) for q in self._queue) < MAX_BATCH):
+        while not self._stopping and self._waiting < MAX_BATCH:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
@@ -163,6 +168,9 @@ class NovaNotifier:
                 self._queue[0][0]) <= MAX_BATCH):
             batch.append(self._queue.popleft())
             size += len(batch[-1][0])
+        self._waiting -= size
+        if self._queue:
+            self._queued.notify()  # more than a batch: wake another sender
         return batch
 
     def _send_queued(self):

@@ -186,16 +186,28 @@ _EVENT_OF = sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
     models.ARQ.uuid == sa.bindparam("arq"))
 
 
-@engine.transactional
-def claim_notifications(session, arq_uuids, instances=None):
-    """Claim ``pending`` events: only the worker whose UPDATE matched sends.
+#: the claim of several ARQs the caller has just bound, in one statement.
+_CLAIM_ALL_BOUND = (
+    sa.update(_ARQS)
+    .where(sa.tuple_(_ARQS.c.uuid, _ARQS.c.instance_uuid).in_(
+        sa.bindparam("pairs", expanding=True)),
+        _ARQS.c.notification == "pending",
+        _ARQS.c.state == arq_states.BOUND)
+    .values(notification="sending"))
 
-    :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller has
-        just bound; each is claimed on condition that it is still
-        ``Bound`` to that instance, else as any other.
-    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
-    """
-    instances = instances or {}
+
+class _NotAllClaimed(Exception):
+    """Rolls back a claim of several ARQs that did not match them all."""
+
+
+def _claim_all_bound(session, pairs):
+    if session.execute(_CLAIM_ALL_BOUND,
+                       {"pairs": pairs}).rowcount != len(pairs):
+        raise _NotAllClaimed()
+    return [(arq, instance, arq_states.BOUND) for arq, instance in pairs]
+
+
+def _claim_each(session, arq_uuids, instances):
     claimed = []
     for arq_uuid in arq_uuids:
         instance = instances.get(arq_uuid)
@@ -207,6 +219,28 @@ def claim_notifications(session, arq_uuids, instances=None):
             claimed.append(tuple(session.execute(
                 _EVENT_OF, {"arq": arq_uuid}).one()))
     return claimed
+
+
+def claim_notifications(db, arq_uuids, instances=None):
+    """Claim ``pending`` events: only the worker whose UPDATE matched sends.
+
+    :param db: the :class:`~cyborg_lite.db.engine.Database`.
+    :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller has
+        just bound; each is claimed on condition that it is still
+        ``Bound`` to that instance, else as any other. When every ARQ is
+        such a one, one UPDATE claims them all (or, when it does not match
+        every one, is rolled back and each is claimed on its own).
+    :returns: [(arq uuid, instance uuid, state)] claimed by this call.
+    """
+    arq_uuids = list(dict.fromkeys(arq_uuids))
+    instances = instances or {}
+    if len(arq_uuids) > 1 and all(a in instances for a in arq_uuids):
+        try:
+            return db.run(_claim_all_bound,
+                          [(a, instances[a]) for a in arq_uuids])
+        except _NotAllClaimed:
+            pass
+    return db.run(_claim_each, arq_uuids, instances)
 
 
 @engine.transactional

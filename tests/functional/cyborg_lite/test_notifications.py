@@ -47,18 +47,28 @@ class GatedNotifier(notifier_mod.NovaNotifier):
         return super().send(arq_uuids, instances)
 
 
-@pytest.fixture
-def with_nova(tmp_path, nova_standin, request):
+def _serve_with_nova(tmp_path, nova_standin, db_url=None, **options):
     overrides = {"nova.auth_type": "none",
                  "nova.endpoint_override": nova_standin.endpoint,
                  "nova.notify_retry_interval": 0.05,
-                 "nova.notify_retries": 3}
-    overrides.update(getattr(request, "param", {}))
-    cyborg = make_cyborg(tmp_path, **overrides)
+                 "nova.notify_retries": 3, **options}
+    cyborg = make_cyborg(tmp_path, db_url=db_url, **overrides)
     with serve(cyborg.app) as url:
         cyborg.url = url
         yield cyborg, nova_standin
     cyborg.app.extensions["cyborg_lite"].notifier.shutdown()
+    cyborg.db.dispose()
+
+
+@pytest.fixture
+def with_nova(tmp_path, nova_standin, request):
+    yield from _serve_with_nova(tmp_path, nova_standin,
+                                **getattr(request, "param", {}))
+
+
+@pytest.fixture
+def with_nova_on_each_db(tmp_path, nova_standin, db_url):
+    yield from _serve_with_nova(tmp_path, nova_standin, db_url=db_url)
 
 
 def _bind_over_http(cyborg, count=2, instance=None):
@@ -241,3 +251,42 @@ def test_shutdown_sends_what_is_queued(tmp_path, nova_standin):
         quiet=0.3)] == [(arq, instance)]
     # after shutdown nothing is queued: the event stays for the resend
     assert other.notify_later([arq]).result() == []
+
+
+def test_a_batch_is_claimed_in_one_update_and_never_twice(
+        with_nova_on_each_db):
+    cyborg, nova = with_nova_on_each_db
+    bound = {}
+    for _ in range(3):
+        response, (arq,), instance = _bind_over_http(cyborg, count=1)
+        assert response.status_code == 202
+        bound[arq] = instance
+    nova.wait_for_events(3)
+    deadline = time.monotonic() + 10
+    while {r.notification for r in arq_db.get_all(
+            cyborg.db, uuids=list(bound))} != {"sent"}:
+        assert time.monotonic() < deadline, "events never recorded sent"
+        time.sleep(0.05)
+    table = models.ARQ.__table__
+    _, *others = bound
+    with cyborg.db.transaction() as session:
+        session.execute(sa.update(table).where(table.c.uuid.in_(bound))
+                        .values(notification="pending"))
+    updates = []
+    sa.event.listen(cyborg.db.engine, "before_cursor_execute",
+                    lambda conn, cursor, statement, *args: updates.append(
+                        statement) if statement.startswith("UPDATE") else None)
+    claimed = arq_db.claim_notifications(cyborg.db, list(bound), bound)
+    assert sorted(claimed) == sorted(
+        (arq, instance, "Bound") for arq, instance in bound.items())
+    assert len(updates) == 1
+    # another worker claimed one of them first: the one UPDATE is rolled
+    # back and each of the others is claimed on its own
+    with cyborg.db.transaction() as session:
+        session.execute(sa.update(table).where(table.c.uuid.in_(others))
+                        .values(notification="pending"))
+    claimed = arq_db.claim_notifications(cyborg.db, list(bound), bound)
+    assert sorted(claimed) == sorted((arq, bound[arq], "Bound")
+                                     for arq in others)
+    rows = arq_db.get_all(cyborg.db, uuids=list(bound))
+    assert {r.notification for r in rows} == {"sending"}
