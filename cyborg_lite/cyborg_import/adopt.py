@@ -332,8 +332,11 @@ def _merge(session, adoption):
 
 
 def _survey(session, host):
-    """``({host: (device uuids, [_Move])}, lines)`` of what to adopt."""
+    """``({host: (device uuids, [_Move])}, lines, hosts)`` of what to
+    adopt; ``hosts``: every host with an imported device that has a
+    twin."""
     adoptions, lines = pending(session, host)
+    hosts = {device.hostname for device, _ in _twins(session, host)}
     by_host = {}
     for adoption in adoptions:
         devices, moves = by_host.setdefault(adoption.device.hostname,
@@ -342,7 +345,7 @@ def _survey(session, host):
         moves.extend(_Move(p.imported.rp_uuid, p.imported.resource_class,
                            p.twin.rp_uuid, p.twin.resource_class)
                      for p in adoption.pairs)
-    return by_host, lines
+    return by_host, lines, hosts
 
 
 def _merge_host(session, host, devices):
@@ -374,7 +377,7 @@ def adopt(db, client, host=None):
         call (a consumer or provider that changed meanwhile answers 409:
         run again; the reshaper changed nothing then).
     """
-    by_host, lines = db.read(_survey, host)
+    by_host, lines, hosts = db.read(_survey, host)
     for name, (devices, moves) in sorted(by_host.items()):
         try:
             lines.extend(_move_in_placement(client, name, moves))
@@ -382,4 +385,10 @@ def adopt(db, client, host=None):
             lines.append(str(reason))
             continue
         lines.extend(db.run(_merge_host, name, devices))
+        hosts.discard(name)
+    # NOTE(cyborg_lite): a device not adopted yet keeps its twin's handles
+    # reserved as Cyborg's ARQs come and go, also when no document changed
+    # (the sync then applies none).
+    for name in sorted(hosts):
+        db.run(reserve_twin_handles, name)
     return lines

@@ -289,7 +289,7 @@ def test_adoption_cut_off_after_placement_finishes_on_rerun(
     importer.run(lite.db, reader.read(cloud.source), apply=True)
     client = placement_client.Client(cloud.conn)
     # Placement moved, then the process died before the database followed.
-    by_host, _ = lite.db.read(adopt._survey, cloud.host)
+    by_host, _, _ = lite.db.read(adopt._survey, cloud.host)
     adopt._move_in_placement(client, cloud.host, by_host[cloud.host][1])
     assert not cloud.exists(cloud.cyborg_rp)
     lines = adopt.adopt(lite.db, client)
@@ -318,6 +318,17 @@ def test_region_too_small_moves_nothing(cloud, lite_on_placement, capsys):
     for instance in cloud.bound:
         for arq in resolved(lite, instance).values():
             assert arq["device_rp_uuid"] == cloud.cyborg_rp
+    # Nova deletes one instance: what every inventory sync pass runs after
+    # it, also a pass that applied no document, frees the twin handle.
+    first = next(i for i, a in cloud.bound.items() if len(a) == 1)
+    assert lite.client.delete(f"/v2/accelerator_requests?instance={first}",
+                              headers=NOVA).status_code == 204
+    lines = inventory_ironic.adopt_imported(
+        lite.db, placement_client.Client(cloud.conn))
+    assert any("nothing moved" in line for line in lines)
+    handles = twin_handles(lite.db, cloud.region_rp)
+    assert {a for a, (in_use, _) in handles.items() if in_use} == set(
+        HELD.values())
 
 
 def test_without_placement_the_twin_handles_stay_reserved(
