@@ -21,6 +21,7 @@ others are skipped.
 
 import dataclasses
 
+from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
 from accel_common import exception
@@ -149,8 +150,6 @@ def stream_nodes(conn, page_size):
 def get_node(conn, node_uuid):
     """One node with the fields :func:`select_documents` needs, or None
     when it is gone."""
-    from openstack import exceptions as sdk_exceptions
-
     try:
         return conn.baremetal.get_node(node_uuid, fields=list(NODE_FIELDS))
     except sdk_exceptions.NotFoundException:
