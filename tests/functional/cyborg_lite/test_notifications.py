@@ -209,15 +209,22 @@ def test_without_nova_nothing_is_sent_and_bind_works(cyborg, caplog):
     assert arq_db.get_all(cyborg.db, uuids=[arq])[0].notification is None
 
 
+def _bind_instances(cyborg, count):
+    """Bind ``count`` instances, one ARQ each, one PATCH each; returns
+    ``{arq uuid: instance uuid}``."""
+    bound = {}
+    for _ in range(count):
+        response, (arq,), instance = _bind_over_http(cyborg, count=1)
+        assert response.status_code == 202
+        bound[arq] = instance
+    return bound
+
+
 @pytest.mark.parametrize("with_nova", [{"nova.notify_batch_interval": 1.0}],
                          indirect=True)
 def test_events_of_binds_close_together_leave_in_one_call(with_nova):
     cyborg, nova = with_nova
-    bound = {}
-    for _ in range(3):
-        response, (arq,), instance = _bind_over_http(cyborg, count=1)
-        assert response.status_code == 202
-        bound[arq] = instance
+    bound = _bind_instances(cyborg, 3)
     events = nova.wait_for_events(3)
     assert len(nova.settle(quiet=0.3)) == 3
     assert {e["tag"]: e["server_uuid"] for e in events} == bound
@@ -256,11 +263,7 @@ def test_shutdown_sends_what_is_queued(tmp_path, nova_standin):
 def test_a_batch_is_claimed_in_one_update_and_never_twice(
         with_nova_on_each_db):
     cyborg, nova = with_nova_on_each_db
-    bound = {}
-    for _ in range(3):
-        response, (arq,), instance = _bind_over_http(cyborg, count=1)
-        assert response.status_code == 202
-        bound[arq] = instance
+    bound = _bind_instances(cyborg, 3)
     nova.wait_for_events(3)
     deadline = time.monotonic() + 10
     while {r.notification for r in arq_db.get_all(
