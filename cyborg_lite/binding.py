@@ -167,11 +167,12 @@ def _bind_instantly(session, arq, fields, deployable, notify):
 
 
 def _reserve(session, binds, project_id, programmer, notify):
-    rows = arq_db.with_groups(session, list(binds), project_id)
+    instances = {f["instance_uuid"] for f in binds.values()}
+    rows, bound_to = arq_db.for_bind(session, list(binds), instances,
+                                     project_id)
     arqs = _all_found(binds, {arq.uuid: (arq, group) for arq, group in rows})
-    patch_ids = [arq.id for arq, _ in rows]
-    for instance in {f["instance_uuid"] for f in binds.values()}:
-        others = arq_db.other_bound(session, instance, patch_ids)
+    for instance in sorted(instances):
+        others = bound_to.get(instance)
         if others:
             # NOTE(cyborg_lite): name only what the caller may see: another
             # project's ARQ uuids would tell it they exist.

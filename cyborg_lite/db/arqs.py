@@ -64,32 +64,19 @@ def create_from_profile(session, profile_ident, project_id, amount,
     return _add(session, profile, project_id, specs)
 
 
+_ARQS = models.ARQ.__table__
+
+
 def _scope(stmt, project_id):
     if project_id is not None:
         stmt = stmt.where(models.ARQ.project_id == project_id)
     return stmt
 
 
-#: Nova's list (``?instance=``, first page), by project scope.
-_OF_INSTANCE = {
-    scoped: (_scope(sa.select(models.ARQ),
-                    sa.bindparam("project") if scoped else None)
-             .where(models.ARQ.instance_uuid == sa.bindparam("instance"))
-             .order_by(models.ARQ.id)
-             .limit(sa.bindparam("limit", type_=sa.Integer)))
-    for scoped in (False, True)}
-
-
 @engine.reader
 def get_all(session, project_id=None, instance_uuid=None, uuids=None,
              limit=None, marker=None):
     """ARQs filtered in SQL. ``project_id`` None means every project."""
-    if instance_uuid is not None and limit is not None and (
-            uuids, marker) == (None, None):
-        return engine.as_page(session.execute(
-            _OF_INSTANCE[project_id is not None],
-            {"project": project_id, "instance": instance_uuid,
-             "limit": limit + 1}).scalars(), limit)
     stmt = _scope(sa.select(models.ARQ), project_id)
     if instance_uuid is not None:
         stmt = stmt.where(models.ARQ.instance_uuid == instance_uuid)
@@ -98,23 +85,46 @@ def get_all(session, project_id=None, instance_uuid=None, uuids=None,
     return engine.paginate(session, stmt, models.ARQ, limit, marker)
 
 
-_WITH_GROUPS = (sa.select(models.ARQ, models.DeviceProfile.groups)
-                .join(models.DeviceProfile,
-                      models.ARQ.device_profile_id == models.DeviceProfile.id)
-                .where(models.ARQ.uuid.in_(
-                    sa.bindparam("uuids", expanding=True))))
-_WITH_GROUPS_OF_PROJECT = _WITH_GROUPS.where(
-    models.ARQ.project_id == sa.bindparam("project"))
+_BOUND_ISH = (arq_states.BIND_STARTED, arq_states.BOUND)
+_PATCHED = models.ARQ.uuid.in_(sa.bindparam("uuids", expanding=True))
+_OF_INSTANCES = sa.and_(
+    models.ARQ.instance_uuid.in_(sa.bindparam("instances", expanding=True)),
+    models.ARQ.state.in_(_BOUND_ISH))
+_FOR_BIND = {
+    scoped: (sa.select(models.ARQ, models.DeviceProfile.groups)
+             .join(models.DeviceProfile,
+                   models.ARQ.device_profile_id == models.DeviceProfile.id)
+             .where(sa.or_(
+                 sa.and_(_PATCHED, models.ARQ.project_id ==
+                         sa.bindparam("project")) if scoped else _PATCHED,
+                 _OF_INSTANCES)))
+    for scoped in (False, True)}
 
 
-def with_groups(session, uuids, project_id=None):
-    """``[(arq, group)]`` of ARQs by uuid, each with its device profile
-    group (the dict of the profile's ``groups`` the ARQ was made for)."""
-    rows = session.execute(
-        _WITH_GROUPS if project_id is None else _WITH_GROUPS_OF_PROJECT,
-        {"uuids": list(uuids), "project": project_id})
-    return [(arq, groups[arq.device_profile_group_id])
-            for arq, groups in rows]
+def for_bind(session, uuids, instances, project_id=None):
+    """What a bind needs to know, in one statement.
+
+    :param uuids: the ARQs of the PATCH.
+    :param instances: the instances they are bound to.
+    :param project_id: only the caller's ARQs count as found (None: any).
+    :returns: ``([(arq, group)], {instance: [arq]})``: the PATCH's ARQs
+        found, each with the device profile group it was made for, and per
+        instance the other ARQs (of any project) bound or binding to it.
+    """
+    rows = session.execute(_FOR_BIND[project_id is not None], {
+        "uuids": list(uuids), "instances": list(instances),
+        "project": project_id}).all()
+    wanted = set(uuids)
+    found = [(arq, groups[arq.device_profile_group_id])
+             for arq, groups in rows if arq.uuid in wanted and (
+                 project_id is None or arq.project_id == project_id)]
+    found_ids = {arq.id for arq, _ in found}
+    others = {}
+    for arq, _ in rows:
+        if arq.id not in found_ids and arq.state in _BOUND_ISH and (
+                arq.instance_uuid in instances):
+            others.setdefault(arq.instance_uuid, []).append(arq)
+    return found, others
 
 
 @engine.reader
@@ -128,20 +138,67 @@ def get(session, arq_uuid, project_id=None):
     return arq
 
 
-_HANDLES_OF = (sa.select(models.AttachHandle, models.Deployable)
-               .join(models.Deployable,
-                     models.AttachHandle.deployable_id == models.Deployable.id)
-               .where(models.AttachHandle.arq_id.in_(
-                   sa.bindparam("arqs", expanding=True))))
+_HANDLES_OF = sa.select(models.AttachHandle).where(
+    models.AttachHandle.arq_id.in_(sa.bindparam("arqs", expanding=True)))
 
 
 def handles_of(session, arq_ids):
-    """{arq id: (attach handle, deployable)} for the ARQs holding one."""
+    """{arq id: attach handle} for the ARQs holding one."""
     if not arq_ids:
         return {}
-    rows = session.execute(_HANDLES_OF, {"arqs": list(arq_ids)})
-    return {handle.arq_id: (handle, deployable)
-            for handle, deployable in rows}
+    rows = session.execute(_HANDLES_OF, {"arqs": list(arq_ids)}).scalars()
+    return {handle.arq_id: handle for handle in rows}
+
+
+_HANDLE_COLUMNS = ("uuid", "type", "pci_address", "mdev_type",
+                   "physical_network")
+_HANDLES = models.AttachHandle.__table__
+
+#: Nova's resolve (``?instance=``, first page): each ARQ with the columns
+#: of the attach handle it holds (an ARQ holds at most one), in one
+#: statement, as plain rows.
+_OF_INSTANCE_WITH_HANDLES = {
+    scoped: (sa.select(_ARQS, *(_HANDLES.c[name].label(f"handle_{name}")
+                                for name in _HANDLE_COLUMNS))
+             .select_from(_ARQS.outerjoin(
+                 _HANDLES, _HANDLES.c.arq_id == _ARQS.c.id))
+             .where(_ARQS.c.instance_uuid == sa.bindparam("instance"),
+                    *([_ARQS.c.project_id == sa.bindparam("project")]
+                      if scoped else []))
+             .order_by(_ARQS.c.id)
+             .limit(sa.bindparam("limit", type_=sa.Integer)))
+    for scoped in (False, True)}
+
+
+class HandleRow(tuple):
+    """The attach handle columns of an :func:`of_instance_with_handles`
+    row, by name."""
+
+    uuid = property(lambda self: self[0])
+    type = property(lambda self: self[1])
+    pci_address = property(lambda self: self[2])
+    mdev_type = property(lambda self: self[3])
+    physical_network = property(lambda self: self[4])
+
+
+@engine.reader
+def of_instance_with_handles(session, instance_uuid, project_id, limit):
+    """The first page of an instance's ARQs (``limit`` of them) and
+    ``{arq id: handle}`` of those holding an attach handle; read-only
+    rows with the attributes of ``models.ARQ`` and ``models.AttachHandle``
+    that the API shows."""
+    rows = session.execute(
+        _OF_INSTANCE_WITH_HANDLES[project_id is not None],
+        {"instance": instance_uuid, "project": project_id,
+         "limit": limit + 1}).all()
+    page = engine.as_page(rows, limit)
+    handles = {}
+    for row in page:
+        handle = HandleRow(getattr(row, f"handle_{name}")
+                           for name in _HANDLE_COLUMNS)
+        if handle.uuid is not None:
+            handles[row.id] = handle
+    return page, handles
 
 
 def delete_rows(session, arq_ids):
@@ -152,22 +209,9 @@ def delete_rows(session, arq_ids):
                         .execution_options(synchronize_session=False))
 
 
-_OTHER_BOUND = sa.select(models.ARQ).where(
-    models.ARQ.instance_uuid == sa.bindparam("instance"),
-    models.ARQ.state.in_((arq_states.BIND_STARTED, arq_states.BOUND)),
-    models.ARQ.id.not_in(sa.bindparam("exclude", expanding=True)))
-
-
-def other_bound(session, instance_uuid, exclude_ids):
-    """ARQs of ``instance_uuid`` in a bound-ish state, not in the PATCH."""
-    return list(session.execute(_OTHER_BOUND, {
-        "instance": instance_uuid, "exclude": list(exclude_ids)}).scalars())
-
-
 # NOTE(cyborg_lite): the bookkeeping UPDATEs name the table, not the ORM
 # class: no ORM object is kept in step with them, and SQLAlchemy's
 # ORM-enabled UPDATE costs a third of what the statement does.
-_ARQS = models.ARQ.__table__
 _CLAIM = (sa.update(_ARQS)
           .where(_ARQS.c.uuid == sa.bindparam("arq"),
                  _ARQS.c.notification == "pending")

@@ -28,7 +28,7 @@ from cyborg_lite.db import engine as db_engine
 
 
 def serialize(arq, handle=None):
-    """The wire form of an ARQ; ``handle`` is its (handle, deployable)."""
+    """The wire form of an ARQ; ``handle`` is the attach handle it holds."""
     bound = arq.state == states.BOUND and handle is not None
     return {"uuid": arq.uuid, "state": arq.state,
             "device_profile_name": arq.device_profile_name,
@@ -37,9 +37,9 @@ def serialize(arq, handle=None):
             "device_rp_uuid": arq.device_rp_uuid,
             "instance_uuid": arq.instance_uuid,
             "project_id": arq.project_id,
-            "attach_handle_type": handle[0].type if bound else "",
-            "attach_handle_uuid": handle[0].uuid if bound else None,
-            "attach_handle_info": (binding.attach_handle_info(handle[0])
+            "attach_handle_type": handle.type if bound else "",
+            "attach_handle_uuid": handle.uuid if bound else None,
+            "attach_handle_info": (binding.attach_handle_info(handle)
                                    if bound else {}),
             "created_at": common.timestamp(arq.created_at),
             "updated_at": common.timestamp(arq.updated_at),
@@ -47,7 +47,7 @@ def serialize(arq, handle=None):
 
 
 def _with_handles(session, arqs):
-    """``(arqs, {arq id: (handle, deployable)})`` of the bound ones."""
+    """``(arqs, {arq id: attach handle})`` of the bound ones."""
     return arqs, arq_db.handles_of(
         session, [a.id for a in arqs if a.state == states.BOUND])
 
@@ -81,9 +81,14 @@ def list_arqs():
         raise exception.InvalidParameter(
             name="bind_state",
             reason=f"only 'resolved' is supported, got {bind_state!r}")
-    arqs, handles = svc.db.read(lambda s: _with_handles(s, arq_db.get_all(
-        s, project_id=scope, instance_uuid=instance, limit=limit,
-        marker=marker)))
+    if instance is not None and marker is None:
+        # NOTE(cyborg_lite): Nova's resolve, on every boot: one statement.
+        arqs, handles = arq_db.of_instance_with_handles(
+            svc.db, instance, scope, limit)
+    else:
+        arqs, handles = svc.db.read(lambda s: _with_handles(
+            s, arq_db.get_all(s, project_id=scope, instance_uuid=instance,
+                              limit=limit, marker=marker)))
     if bind_state:
         pending = [a.uuid for a in arqs if a.state not in states.RESOLVED]
         if instance is not None and pending:
