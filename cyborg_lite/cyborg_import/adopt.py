@@ -159,11 +159,16 @@ def _taken_twins(session, adoption):
     return taken
 
 
-def pending(session, host=None):
+def pending(session, host=None, twins=None):
     """The adoptions to do (``[Adoption]``) and lines for the imported
-    devices with a twin that cannot be adopted (and why)."""
+    devices with a twin that cannot be adopted (and why).
+
+    :param twins: ``_twins(session, host)``, when the caller has read it.
+    """
     adoptions, lines = [], []
-    for device, twin in _twins(session, host):
+    if twins is None:
+        twins = _twins(session, host)
+    for device, twin in twins:
         adoption = Adoption(device, twin)
         if not _pair(session, adoption, lines):
             continue
@@ -335,8 +340,9 @@ def _survey(session, host):
     """``({host: (device uuids, [_Move])}, lines, hosts)`` of what to
     adopt; ``hosts``: every host with an imported device that has a
     twin."""
-    adoptions, lines = pending(session, host)
-    hosts = {device.hostname for device, _ in _twins(session, host)}
+    twins = _twins(session, host)
+    adoptions, lines = pending(session, host, twins)
+    hosts = {device.hostname for device, _ in twins}
     by_host = {}
     for adoption in adoptions:
         devices, moves = by_host.setdefault(adoption.device.hostname,

@@ -13,6 +13,8 @@
 """Queries of the ``arqs`` table: accelerator requests and the
 bookkeeping of their Nova events."""
 
+import collections
+
 import sqlalchemy as sa
 
 from cyborg_lite import arq_states
@@ -121,8 +123,7 @@ def for_bind(session, uuids, instances, project_id=None):
     found_ids = {arq.id for arq, _ in found}
     others = {}
     for arq, _ in rows:
-        if arq.id not in found_ids and arq.state in _BOUND_ISH and (
-                arq.instance_uuid in instances):
+        if arq.id not in found_ids:  # NOTE(cyborg_lite): _OF_INSTANCES
             others.setdefault(arq.instance_uuid, []).append(arq)
     return found, others
 
@@ -157,28 +158,20 @@ _HANDLES = models.AttachHandle.__table__
 #: Nova's resolve (``?instance=``, first page): each ARQ with the columns
 #: of the attach handle it holds (an ARQ holds at most one), in one
 #: statement, as plain rows.
+_ARQ_WITH_HANDLE = (
+    sa.select(_ARQS, *(_HANDLES.c[name].label(f"handle_{name}")
+                       for name in _HANDLE_COLUMNS))
+    .select_from(_ARQS.outerjoin(_HANDLES, _HANDLES.c.arq_id == _ARQS.c.id))
+    .where(_ARQS.c.instance_uuid == sa.bindparam("instance"))
+    .order_by(_ARQS.c.id)
+    .limit(sa.bindparam("limit", type_=sa.Integer)))
 _OF_INSTANCE_WITH_HANDLES = {
-    scoped: (sa.select(_ARQS, *(_HANDLES.c[name].label(f"handle_{name}")
-                                for name in _HANDLE_COLUMNS))
-             .select_from(_ARQS.outerjoin(
-                 _HANDLES, _HANDLES.c.arq_id == _ARQS.c.id))
-             .where(_ARQS.c.instance_uuid == sa.bindparam("instance"),
-                    *([_ARQS.c.project_id == sa.bindparam("project")]
-                      if scoped else []))
-             .order_by(_ARQS.c.id)
-             .limit(sa.bindparam("limit", type_=sa.Integer)))
+    scoped: _scope(_ARQ_WITH_HANDLE,
+                   sa.bindparam("project") if scoped else None)
     for scoped in (False, True)}
 
-
-class HandleRow(tuple):
-    """The attach handle columns of an :func:`of_instance_with_handles`
-    row, by name."""
-
-    uuid = property(lambda self: self[0])
-    type = property(lambda self: self[1])
-    pci_address = property(lambda self: self[2])
-    mdev_type = property(lambda self: self[3])
-    physical_network = property(lambda self: self[4])
+#: the attach handle columns of an :func:`of_instance_with_handles` row.
+HandleRow = collections.namedtuple("HandleRow", _HANDLE_COLUMNS)
 
 
 @engine.reader
@@ -194,8 +187,8 @@ def of_instance_with_handles(session, instance_uuid, project_id, limit):
     page = engine.as_page(rows, limit)
     handles = {}
     for row in page:
-        handle = HandleRow(getattr(row, f"handle_{name}")
-                           for name in _HANDLE_COLUMNS)
+        handle = HandleRow(*(getattr(row, f"handle_{name}")
+                             for name in _HANDLE_COLUMNS))
         if handle.uuid is not None:
             handles[row.id] = handle
     return page, handles
