@@ -131,7 +131,14 @@ class RegistrationServicer(registration_grpc.RegistrationServicer):
         return registration.RegistrationStatusResponse()
 
 
+#: The longest path a unix socket can have (sun_path less its NUL).
+MAX_SOCKET_PATH = 107
+
+
 def _serve(path, add):
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise OSError(f"cannot listen on {path}: a unix socket's path has "
+                      f"at most {MAX_SOCKET_PATH} bytes")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.exists(path):
         # NOTE(dra): left by a plugin that did not stop cleanly.

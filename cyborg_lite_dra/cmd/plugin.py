@@ -73,7 +73,11 @@ def run(conf, stop):
     node_inventory = inventory.NodeInventory(client, conf.dra.node_name)
     preparer = claims.Preparer(conf, client, kube_api, records,
                                node_inventory)
-    sockets = service.Sockets(conf, plugin_dir, preparer)
+    try:
+        sockets = service.Sockets(conf, plugin_dir, preparer)
+    except OSError as error:
+        LOG.error("%s", error)
+        return 1
     publisher = threading.Thread(
         target=_publisher, args=(conf, node_inventory, kube_api, stop),
         name="publisher", daemon=True)
