@@ -31,7 +31,8 @@ MAY_IMPORT = {
     "accel_common": set(),
     "ironic_accel": {"accel_common"},
     "cyborg_lite": {"accel_common"},
-    "accel_tools": {"accel_common", "ironic_accel", "cyborg_lite"},
+    "accel_tools": {"accel_common", "ironic_accel", "cyborg_lite",
+                    "cyborg_lite_dra"},
     # NOTE(structure): a client of cyborg_lite's HTTP API, as Nova is.
     "cyborg_lite_dra": {"accel_common"},
 }
