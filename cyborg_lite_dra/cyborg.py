@@ -22,6 +22,8 @@ import urllib.parse
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import noauth
+from keystoneauth1 import service_token
 
 from cyborg_lite_dra.conf import cyborg as cyborg_conf
 
@@ -69,6 +71,13 @@ class Client:
     def __init__(self, conf, timeout=10.0):
         group = cyborg_conf.GROUP
         auth = ks_loading.load_auth_from_conf_options(conf, group)
+        if auth is not None and not isinstance(auth, noauth.NoAuth):
+            # NOTE(dra): cyborg_lite binds, unbinds and deletes by instance
+            # only for a caller with a service token (as Nova sends with
+            # [service_user]); the plugin is its own service user, so its
+            # token goes as both.
+            auth = service_token.ServiceTokenAuthWrapper(user_auth=auth,
+                                                         service_auth=auth)
         session = ks_loading.load_session_from_conf_options(
             conf, group, auth=auth)
         self._adapter = ks_loading.load_adapter_from_conf_options(

@@ -15,7 +15,9 @@
 keystoneauth session, auth and adapter options, as Nova's ``[cyborg]``:
 ``auth_type = none`` with ``endpoint_override = <cyborg_lite>/v2`` for a
 standalone cyborg_lite (noauth), ``auth_type = password`` and the catalog
-(service type ``accelerator``) with Keystone.
+(service type ``accelerator``) with Keystone. The plugin's Keystone user
+needs the ``service`` role (binding needs a service token: its token is sent
+as both) and ``manager`` in its project (reading devices and deployables).
 """
 
 from keystoneauth1 import loading as ks_loading

@@ -32,6 +32,7 @@ import uuid
 import grpc
 
 from accel_tools import devserver
+from cyborg_lite import service
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
@@ -48,7 +49,6 @@ from cyborg_lite_dra.kubelet.pluginregistration.v1 import (
 from cyborg_lite_dra.kubelet.pluginregistration.v1 import (
     api_pb2_grpc as registration_grpc,
 )
-from tests.fixtures.cyborg import make_conf
 from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.cyborg_lite.programming import env as prog_env
 
@@ -63,9 +63,10 @@ APIS = {"v1": (dra_v1, dra_v1_grpc.DRAPluginStub),
 class CyborgLite:
     """cyborg_lite on sqlite with its programmer and the sim agent (one
     dynamic FPGA, 2 regions of 2 PCI handles), served on a free port;
-    ``auth_strategy = noauth`` set explicitly."""
+    ``auth_strategy = noauth`` set explicitly, or ``keystone`` behind the
+    given :class:`tests.fixtures.keystone.Keystone`."""
 
-    def __init__(self, directory, program_seconds=0.3):
+    def __init__(self, directory, program_seconds=0.3, keystone=None):
         directory.mkdir(parents=True, exist_ok=True)
         self.document = make_inventory(handles_per_region=(2, 2))
         self.host = self.document["host"]
@@ -73,24 +74,26 @@ class CyborgLite:
         self.pci = self.device["pci_address"]
         self.rps = [r["rp_uuid"] for r in self.device["regions"]]
         self.state_dir = str(directory / "sim")
-        options = {
-            "auth_strategy": "noauth",
-            "agent.host": f"dra-{uuid.uuid4().hex[:12]}",
-            "agent.sim_state_dir": self.state_dir,
-            "agent.sim_inventory_file": prog_env.write_document(
-                directory / "inventory.json", self.document),
-            "agent.image_catalog_dir": prog_env.make_catalog(
-                directory / "catalog"),
-            "agent.sim_program_seconds": program_seconds,
-            "agent.rpc_timeout": 30,
-            "programming.heartbeat_interval": 0.2,
-            "programming.reconcile_on_start": False,
-            "programming.reconcile_interval": 0,
-        }
-        self.conf = make_conf(directory, **options)
-        self.conf.set_override(
-            "connection", f"sqlite:///{directory}/cyborg.sqlite",
-            group="database")
+        inventory_file = prog_env.write_document(
+            directory / "inventory.json", self.document)
+        catalog = prog_env.make_catalog(directory / "catalog")
+        config = directory / "cyborg_lite.conf"
+        config.write_text(
+            f"[DEFAULT]\n"
+            f"auth_strategy = {'keystone' if keystone else 'noauth'}\n"
+            f"state_path = {directory}\n"
+            f"[database]\nconnection = sqlite:///{directory}/cyborg.sqlite\n"
+            f"[agent]\nhost = dra-{uuid.uuid4().hex[:12]}\n"
+            f"sim_state_dir = {self.state_dir}\n"
+            f"sim_inventory_file = {inventory_file}\n"
+            f"image_catalog_dir = {catalog}\n"
+            f"sim_program_seconds = {program_seconds}\nrpc_timeout = 30\n"
+            f"[programming]\nheartbeat_interval = 0.2\n"
+            f"reconcile_on_start = false\nreconcile_interval = 0\n"
+            + (keystone.authtoken_config() if keystone else ""))
+        self.conf = service.new_conf()
+        service.prepare(["--config-file", str(config)], conf=self.conf,
+                        default_config_files=[], setup_logging=False)
         self.db = db_engine.Database.from_conf(self.conf)
         self.db.sync()
         inventory_apply.apply_document(self.db, self.document)
