@@ -66,7 +66,8 @@ class CyborgLite:
     ``auth_strategy = noauth`` set explicitly, or ``keystone`` behind the
     given :class:`tests.fixtures.keystone.Keystone`."""
 
-    def __init__(self, directory, program_seconds=0.3, keystone=None):
+    def __init__(self, directory, program_seconds=0.3, keystone=None,
+                 extra=""):
         directory.mkdir(parents=True, exist_ok=True)
         self.document = make_inventory(handles_per_region=(2, 2))
         self.host = self.document["host"]
@@ -90,7 +91,7 @@ class CyborgLite:
             f"sim_program_seconds = {program_seconds}\nrpc_timeout = 30\n"
             f"[programming]\nheartbeat_interval = 0.2\n"
             f"reconcile_on_start = false\nreconcile_interval = 0\n"
-            + (keystone.authtoken_config() if keystone else ""))
+            + (keystone.authtoken_config() if keystone else "") + extra)
         self.conf = service.new_conf()
         service.prepare(["--config-file", str(config)], conf=self.conf,
                         default_config_files=[], setup_logging=False)
@@ -282,6 +283,17 @@ class Plugin:
     def checkpoint(self):
         path = self.plugin_dir / "checkpoint.json"
         return json.loads(path.read_text()) if path.exists() else None
+
+
+def wait(predicate, what, timeout=30):
+    """Poll ``predicate`` until it returns something true; return that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def allocate(apiserver, plugin, device, profile=None, request="accel",

@@ -232,3 +232,26 @@ def test_unprepare_during_programming_stops_and_frees(
     finally:
         plugin.close()
         slow.close()
+
+
+def test_lists_split_in_pages_are_read_whole(tmp_path, kube_apiserver):
+    # One item per page: the plugin follows cyborg_lite's next links.
+    paged = env.CyborgLite(tmp_path / "paged", extra="[api]\nmax_limit = 1\n")
+    plugin = env.Plugin(tmp_path / "plugin", paged, kube_apiserver)
+    try:
+        plugin.start()
+        profile = paged.profile(amount=2)
+        claim = env.allocate(kube_apiserver, plugin, REGION1, profile)
+
+        error, devices = plugin.prepare([claim])[claim[1]]
+
+        assert error == "" and devices[0][2] == REGION1
+        spec = _spec(plugin, claim[1])
+        assert len(spec["devices"][0]["containerEdits"]["deviceNodes"]) == 2
+        (slice_,) = env.wait(lambda: list(kube_apiserver.slices.values()),
+                             "the slice")
+        assert [d["name"] for d in slice_["spec"]["devices"]] == [REGION0,
+                                                                 REGION1]
+    finally:
+        plugin.close()
+        paged.close()

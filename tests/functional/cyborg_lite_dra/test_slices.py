@@ -14,22 +14,11 @@
 publishes from real cyborg_lite, every write valid against the upstream
 OpenAPI schema, stable across restarts, current as the inventory changes."""
 
-import time
 import uuid
 
 from accel_common import inventory
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.functional.cyborg_lite_dra import env
-
-
-def _wait(predicate, what, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _node_slices(apiserver, node):
@@ -39,7 +28,7 @@ def _node_slices(apiserver, node):
 
 def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
                                                     kube_apiserver):
-    (slice_,) = _wait(lambda: _node_slices(kube_apiserver, plugin.node),
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
                       "the slice")
     spec = slice_["spec"]
     assert spec["driver"] == env.DRIVER
@@ -64,20 +53,20 @@ def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
 
 def test_a_restart_publishes_the_same_names_and_writes_nothing(
         plugin, kube_apiserver):
-    _wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
     before = [dict(s) for s in kube_apiserver.slices.values()]
     writes = len(kube_apiserver.writes)
     plugin.stop()
     lists = len(kube_apiserver.requests)
     plugin.start()
-    _wait(lambda: len(kube_apiserver.requests) > lists + 1, "a publish")
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 1, "a publish")
     assert len(kube_apiserver.writes) == writes
     assert list(kube_apiserver.slices.values()) == before
 
 
 def test_inventory_changes_reach_the_slices_with_a_new_generation(
         plugin, cyborg_lite, kube_apiserver):
-    _wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
     document = cyborg_lite.document
     device = document["devices"][0]
     device["regions"].append({
@@ -91,20 +80,20 @@ def test_inventory_changes_reach_the_slices_with_a_new_generation(
         (slice_,) = _node_slices(kube_apiserver, plugin.node)
         return len(slice_["spec"]["devices"]) == 3 and slice_
 
-    slice_ = _wait(grown, "the third region")
+    slice_ = env.wait(grown, "the third region")
     assert slice_["spec"]["pool"]["generation"] == 2
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
 
 
 def test_a_slice_deleted_behind_its_back_is_published_again(
         plugin, kube_apiserver):
-    (slice_,) = _wait(lambda: _node_slices(kube_apiserver, plugin.node),
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
                       "the slice")
     name = slice_["metadata"]["name"]
     uid = slice_["metadata"]["uid"]
     del kube_apiserver.slices[name]
 
-    again = _wait(lambda: kube_apiserver.slices.get(name), "the new slice")
+    again = env.wait(lambda: kube_apiserver.slices.get(name), "the new slice")
     assert again["metadata"]["uid"] != uid
     assert again["spec"]["pool"]["generation"] == 1
 
@@ -114,7 +103,7 @@ def test_a_refusing_api_server_is_logged_and_retried(
     plugin = plugin_factory()
     kube_apiserver.token = uuid.uuid4().hex
     plugin.start()
-    _wait(lambda: "Publishing the ResourceSlices" in plugin.log(),
+    env.wait(lambda: "Publishing the ResourceSlices" in plugin.log(),
           "the logged failure")
     assert "(401)" in plugin.log()
     assert kube_apiserver.slices == {}
