@@ -26,7 +26,7 @@ import threading
 NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
-    "num_accelerators", "model"])
+    "num_accelerators", "model", "function_trait"], defaults=[None])
 
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -109,17 +109,24 @@ class NodeInventory:
     (a device allocated from a slice published before a restart).
 
     :param client: a :class:`cyborg_lite_dra.cyborg.Client`.
+    :param functions: optional ``functions(rp uuids) -> {rp uuid: function
+        trait}`` (:class:`cyborg_lite_dra.functions.FunctionTraits`).
     """
 
-    def __init__(self, client, hostname):
+    def __init__(self, client, hostname, functions=None):
         self._client = client
         self._hostname = hostname
+        self._functions = functions
         self._lock = threading.Lock()
         self._by_name = {}
 
     def refresh(self):
         """Read the devices again; returns them (sorted by name)."""
         devices = node_devices(self._client, self._hostname)
+        if self._functions is not None and devices:
+            traits = self._functions([d.rp_uuid for d in devices])
+            devices = [d._replace(function_trait=traits.get(d.rp_uuid))
+                       for d in devices]
         with self._lock:
             self._by_name = {d.name: d for d in devices}
         return devices

@@ -48,6 +48,7 @@ def device_entry(device):
                 "resourceClass": device.resource_class,
                 "bitstreamID": device.bitstream_id,
                 "model": device.model,
+                "functionTrait": device.function_trait,
                 PCI_BUS_ID: device.pci_address and device.pci_address.lower()}
     attributes.update({key: _string(value)
                        for key, value in optional.items() if value})

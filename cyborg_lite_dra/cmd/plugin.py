@@ -25,10 +25,12 @@ import threading
 
 from oslo_log import log as oslo_log
 
+from accel_common import clients
 from cyborg_lite_dra import checkpoint
 from cyborg_lite_dra import claims
 from cyborg_lite_dra import conf as dra_conf
 from cyborg_lite_dra import cyborg
+from cyborg_lite_dra import functions
 from cyborg_lite_dra import inventory
 from cyborg_lite_dra import kube
 from cyborg_lite_dra import service
@@ -54,7 +56,12 @@ def publish(conf, node_inventory, kube_api):
 
 def _publisher(conf, node_inventory, kube_api, stop):
     while not stop.is_set():
-        publish(conf, node_inventory, kube_api)
+        try:
+            publish(conf, node_inventory, kube_api)
+        except Exception:
+            # NOTE(dra): the slices must keep being published whatever
+            # one round met.
+            LOG.exception("Publishing the ResourceSlices failed")
         if not conf.dra.publish_interval:
             return
         stop.wait(conf.dra.publish_interval)
@@ -70,7 +77,10 @@ def run(conf, stop):
         return 1
     client = cyborg.Client(conf)
     kube_api = kube.Kube(conf.dra.kubeconfig)
-    node_inventory = inventory.NodeInventory(client, conf.dra.node_name)
+    traits = (functions.FunctionTraits(conf)
+              if clients.is_configured(conf, "placement") else None)
+    node_inventory = inventory.NodeInventory(client, conf.dra.node_name,
+                                             traits)
     preparer = claims.Preparer(conf, client, kube_api, records,
                                node_inventory)
     try:

@@ -17,8 +17,9 @@ from oslo_config import cfg
 
 from cyborg_lite_dra.conf import cyborg
 from cyborg_lite_dra.conf import dra
+from cyborg_lite_dra.conf import placement
 
-_MODULES = [dra, cyborg]
+_MODULES = [dra, cyborg, placement]
 
 
 def register_opts(conf):

@@ -37,7 +37,7 @@ def test_device_classes_select_published_attributes():
         name="d", rp_uuid="r", deployable_uuid="u", type="FPGA",
         vendor_id="v", product_id="p", pci_address="0000:00:00.0",
         region="0", resource_class="FPGA", bitstream_id="b",
-        num_accelerators=1, model="m"))
+        num_accelerators=1, model="m", function_trait="t"))
     published = set(entry["attributes"])
     classes = _load("deviceclasses.yaml")
     assert len(classes) >= 4
