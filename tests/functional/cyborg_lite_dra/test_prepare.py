@@ -13,6 +13,7 @@
 """NodePrepareResources and NodeUnprepareResources through real
 cyborg_lite, as the kubelet calls them (v1 and v1beta1)."""
 
+import concurrent.futures
 import json
 import time
 
@@ -255,3 +256,43 @@ def test_lists_split_in_pages_are_read_whole(tmp_path, kube_apiserver):
     finally:
         plugin.close()
         paged.close()
+
+
+def test_concurrent_calls_for_one_claim_bind_once(plugin, cyborg_lite,
+                                                  kube_apiserver):
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile("nlb0"))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda version: plugin.prepare(
+            [claim], version), ["v1", "v1beta1", "v1", "v1beta1"]))
+
+    assert all(a == answers[0] for a in answers)
+    assert answers[0][claim[1]][0] == ""
+    assert len(cyborg_lite.arqs_of(claim[1])) == 1
+
+
+def test_a_plugin_killed_while_binding_resumes_from_the_checkpoint(
+        tmp_path, kube_apiserver):
+    slow = env.CyborgLite(tmp_path / "slow", program_seconds=3)
+    plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
+                        **{"dra.prepare_wait": 1})
+    try:
+        plugin.start()
+        claim = env.allocate(kube_apiserver, plugin, REGION0,
+                             slow.profile("nlb3"))
+        uid = claim[1]
+        assert "still being prepared" in plugin.prepare([claim])[uid][0]
+        (arq,) = slow.arqs_of(uid)
+        assert plugin.checkpoint()["claims"][uid]["state"] == "binding"
+
+        plugin.kill()
+        plugin.start()
+        answer = env.wait(lambda: (lambda a: not a[0] and a)(
+            plugin.prepare([claim])[uid]), "the prepared claim")
+
+        assert answer[1][0][2] == REGION0
+        assert [a["uuid"] for a in slow.arqs_of(uid)] == [arq["uuid"]]
+        assert plugin.checkpoint()["claims"][uid]["state"] == "prepared"
+    finally:
+        plugin.close()
+        slow.close()
