@@ -18,6 +18,7 @@ calls it."""
 
 import configparser
 import contextlib
+import hashlib
 import json
 import os
 import pathlib
@@ -30,6 +31,7 @@ import time
 import uuid
 
 import grpc
+import requests
 
 from accel_tools import devserver
 from cyborg_lite import service
@@ -50,14 +52,34 @@ from cyborg_lite_dra.kubelet.pluginregistration.v1 import (
     api_pb2_grpc as registration_grpc,
 )
 from tests.fixtures.cyborg_server import make_inventory
-from tests.functional.cyborg_lite.programming import env as prog_env
 
 BIN = pathlib.Path(sys.executable).parent
 DRIVER = "accel.cyborg-lite.openstack.org"
 
+#: An operator, as noauth reads the identity headers.
+ADMIN = {"X-Project-Id": "admin-project", "X-User-Id": "admin",
+         "X-Roles": "admin"}
+#: The functions of the test image catalog.
+FUNCTIONS = ("nlb0", "nlb3", "gzip")
+
 #: API version -> (messages module, stub class).
 APIS = {"v1": (dra_v1, dra_v1_grpc.DRAPluginStub),
         "v1beta1": (dra_v1beta1, dra_v1beta1_grpc.DRAPluginStub)}
+
+
+def _make_catalog(directory):
+    """cyborg_lite's standalone image catalog with one image per
+    function of :data:`FUNCTIONS`."""
+    directory.mkdir(parents=True)
+    images = []
+    for function in FUNCTIONS:
+        content = f"{function} bits".encode()
+        (directory / f"{function}.gbs").write_bytes(content)
+        images.append({"id": f"img-{function}", "function_id": function,
+                       "file": f"{function}.gbs",
+                       "sha256": hashlib.sha256(content).hexdigest()})
+    (directory / "index.json").write_text(json.dumps({"images": images}))
+    return str(directory)
 
 
 class CyborgLite:
@@ -75,9 +97,9 @@ class CyborgLite:
         self.pci = self.device["pci_address"]
         self.rps = [r["rp_uuid"] for r in self.device["regions"]]
         self.state_dir = str(directory / "sim")
-        inventory_file = prog_env.write_document(
-            directory / "inventory.json", self.document)
-        catalog = prog_env.make_catalog(directory / "catalog")
+        inventory_file = directory / "inventory.json"
+        inventory_file.write_text(json.dumps(self.document))
+        catalog = _make_catalog(directory / "catalog")
         config = directory / "cyborg_lite.conf"
         config.write_text(
             f"[DEFAULT]\n"
@@ -101,16 +123,32 @@ class CyborgLite:
         self.app = app_mod.create_app(self.conf, db=self.db)
         self._serving = devserver.serve_in_thread(self.app)
         self.url = self._serving.__enter__()
-        self.client = prog_env.Client(self.url)
+        self.session = requests.Session()
 
-    def profile(self, function_id=None, amount=1):
+    def call(self, method, path, headers, json=None):
+        """One request to the API; returns ``(status, JSON or None)``."""
+        response = self.session.request(method, self.url + path,
+                                        headers=headers, json=json,
+                                        timeout=60)
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, None
+
+    def profile(self, function_id=None, amount=1, headers=ADMIN):
         """A device profile (asking for ``function_id``); its name."""
-        return self.client.profile(function_id=function_id, amount=amount)
+        group = {"resources:FPGA": str(amount)}
+        if function_id:
+            group["accel:function_id"] = function_id
+        name = f"dp-{uuid.uuid4().hex[:10]}"
+        status, body = self.call("POST", "/v2/device_profiles", headers,
+                                 [{"name": name, "groups": [group]}])
+        assert status == 201, body
+        return name
 
-    def arqs(self):
+    def arqs(self, headers=ADMIN):
         """Every ARQ, as the admin sees them."""
-        status, body = self.client.call("GET", "/v2/accelerator_requests",
-                                        prog_env.ADMIN)
+        status, body = self.call("GET", "/v2/accelerator_requests", headers)
         assert status == 200, body
         return body["arqs"]
 

@@ -15,7 +15,10 @@ programs the region on a bind and sets its function trait in a real
 Placement, where the plugin (with ``[placement]`` set) reads it."""
 
 from accel_common import inventory
-from tests.functional.cyborg_lite.programming import env as prog_env
+from accel_common.placement import client as placement_client
+from accel_tools.embedded import placement as embedded_placement
+from ironic_accel.placement import reporter
+from tests.fixtures import placement as placement_fixture
 from tests.functional.cyborg_lite_dra import env
 
 REGION0 = "fpga-0000-0f-00-0-r0"
@@ -35,7 +38,12 @@ def test_the_function_trait_follows_programming(
     conn = placement_server.connection()
     plugin = None
     try:
-        prog_env.report_to_placement(server, placement_server, conn)
+        # As the Ironic conductor reports the node, and cyborg_lite's
+        # programmer then keeps the region's function trait.
+        embedded_placement.apply_client_conf(server.conf, "placement",
+                                            placement_server.url)
+        placement_fixture.create_compute_node(conn, name=server.host)
+        reporter.report(placement_client.Client(conn), server.document)
         plugin = env.Plugin(tmp_path / "plugin", server, kube_apiserver, **{
             "placement.auth_type": "admin_token",
             "placement.endpoint": placement_server.url,

@@ -66,16 +66,6 @@ def _plugin(tmp_path, server, keystone, kube_apiserver, name, password):
         "cyborg.project_domain_name": keystone_fixture.DOMAIN})
 
 
-def _profile(server, admin, function_id):
-    name = f"dp-{uuid.uuid4().hex[:8]}"
-    status, body = server.client.call(
-        "POST", "/v2/device_profiles", admin,
-        [{"name": name, "groups": [{"resources:FPGA": "1",
-                                    "accel:function_id": function_id}]}])
-    assert status == 201, body
-    return name
-
-
 def test_a_service_user_prepares_and_unprepares_through_keystone(
         tmp_path, keystone, guarded, kube_apiserver):
     server, admin = guarded
@@ -85,14 +75,14 @@ def test_a_service_user_prepares_and_unprepares_through_keystone(
     try:
         plugin.start()
         claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             _profile(server, admin, "nlb3"))
+                             server.profile("nlb3", headers=admin))
         uid = claim[1]
 
         error, devices = plugin.prepare([claim])[uid]
 
         assert error == "", plugin.log()
         assert devices[0][2] == REGION0
-        status, body = server.client.call(
+        status, body = server.call(
             "GET", f"/v2/accelerator_requests?instance={uid}", admin)
         (arq,) = body["arqs"]
         assert arq["state"] == "Bound"
@@ -102,7 +92,7 @@ def test_a_service_user_prepares_and_unprepares_through_keystone(
                    for s in kube_apiserver.slices.values())
 
         assert plugin.unprepare([claim]) == {uid: ""}
-        status, body = server.client.call(
+        status, body = server.call(
             "GET", f"/v2/accelerator_requests?instance={uid}", admin)
         assert body["arqs"] == []
     finally:
@@ -118,7 +108,7 @@ def test_a_user_without_the_service_role_is_refused_and_says_so(
     try:
         plugin.start()
         claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             _profile(server, admin, "nlb3"))
+                             server.profile("nlb3", headers=admin))
 
         error, devices = plugin.prepare([claim])[claim[1]]
 
@@ -126,7 +116,7 @@ def test_a_user_without_the_service_role_is_refused_and_says_so(
         # service token without the service role, whatever the call.
         assert "cyborg_lite listing devices failed (401)" in error, error
         assert devices == []
-        status, body = server.client.call("GET", "/v2/accelerator_requests",
+        status, body = server.call("GET", "/v2/accelerator_requests",
                                           admin)
         assert body["arqs"] == []
     finally:
