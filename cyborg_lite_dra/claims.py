@@ -359,6 +359,14 @@ class Preparer:
         nodes_of, by_resource = {}, {}
         for arq_uuid, entry in sorted(record["arqs"].items()):
             arq = arqs[arq_uuid]
+            if arq.get("device_rp_uuid") not in (None, entry["rp_uuid"]):
+                # NOTE(dra): cyborg_lite may move a bind to a sibling region
+                # that can serve the profile; the container gets the handle
+                # cyborg_lite gave, the claim keeps the allocated name.
+                LOG.warning("cyborg_lite bound ARQ %s of %s to %s, not to "
+                            "the allocated device %s (%s)", arq_uuid,
+                            _describe(claim), arq["device_rp_uuid"],
+                            entry["device"], entry["rp_uuid"])
             nodes = devnodes.device_nodes(
                 arq, self._conf.sysfs_root, self._conf.simulated_device_node)
             nodes_of.setdefault(entry["device"], []).extend(nodes)
