@@ -174,6 +174,11 @@ class Preparer:
         deadline = time.monotonic() + self._conf.unprepare_wait
         answers = {}
         for claim in claims:
+            if time.monotonic() >= deadline:
+                answers[claim.uid] = (f"{_describe(claim)} not unprepared: "
+                                      f"this call's time ran out; the "
+                                      f"kubelet's next call does it")
+                continue
             try:
                 self._unprepare(claim, deadline)
                 answers[claim.uid] = ""

@@ -147,6 +147,9 @@ def test_a_bind_cyborg_lite_refuses_fails_that_claim_and_frees_it(
     assert [answers[c[1]][0] == "" for c in claims] == [True, True, False]
     assert "cyborg_lite" in answers[claims[2][1]][0]
     assert cyborg_lite.arqs_of(claims[2][1]) == []
+    # Its ARQ, never bound, was deleted too: only the two bound remain.
+    assert sorted(a["instance_uuid"] for a in cyborg_lite.arqs()) == sorted(
+        c[1] for c in claims[:2])
     # Once a handle is free again, the kubelet's retry succeeds.
     assert plugin.unprepare([claims[0]]) == {claims[0][1]: ""}
     assert plugin.prepare([claims[2]])[claims[2][1]][0] == ""
