@@ -30,6 +30,7 @@ import tempfile
 import warnings
 
 from accel_tools.demo import example_inventory
+from accel_tools.demo import kubernetes
 from accel_tools.demo import standalone
 from accel_tools.demo import story
 
@@ -52,6 +53,10 @@ def main(argv=None):
     parser.add_argument("--inventory",
                         help="with --standalone: the inventory document "
                              "to import (default: the example inventory)")
+    parser.add_argument("--kubernetes", action="store_true",
+                        help="only the Kubernetes walk: a container gets an "
+                             "FPGA region through cyborg-lite-dra-plugin "
+                             "(DRA) and CDI")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     # NOTE(demo): keep the output for the person reading it: no library
     # deprecation notices, no per-request access log.
@@ -67,6 +72,8 @@ def main(argv=None):
     else:
         state_dir = tempfile.mkdtemp(prefix="ironic-accel-demo-")
     try:
+        if args.kubernetes:
+            return kubernetes.run(state_dir)
         if args.standalone:
             return standalone.run(
                 state_dir, args.inventory or example_inventory.find())

@@ -27,6 +27,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
      "etc/cyborg_lite/cyborg_lite.conf.sample"),
     ("etc/ironic_accel/ironic-accel-config-generator.conf",
      "etc/ironic_accel/ironic-accel.conf.sample"),
+    ("etc/cyborg_lite_dra/cyborg-lite-dra-config-generator.conf",
+     "etc/cyborg_lite_dra/cyborg-lite-dra.conf.sample"),
 ])
 def test_sample_config_is_current(tmp_path, generator_conf, sample):
     written = tmp_path / "sample.conf"

@@ -23,20 +23,25 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ("accel_common", "ironic_accel", "cyborg_lite", "accel_tools")
+PACKAGES = ("accel_common", "ironic_accel", "cyborg_lite", "accel_tools",
+            "cyborg_lite_dra")
 
 #: package -> the project packages it may import (besides itself).
 MAY_IMPORT = {
     "accel_common": set(),
     "ironic_accel": {"accel_common"},
     "cyborg_lite": {"accel_common"},
-    "accel_tools": {"accel_common", "ironic_accel", "cyborg_lite"},
+    "accel_tools": {"accel_common", "ironic_accel", "cyborg_lite",
+                    "cyborg_lite_dra"},
+    # NOTE(structure): a client of cyborg_lite's HTTP API, as Nova is.
+    "cyborg_lite_dra": {"accel_common"},
 }
 
 #: package -> third-party top-level packages it must not import.
 MUST_NOT_IMPORT = {
     "accel_common": {"ironic", "flask", "sushy"},
     "cyborg_lite": {"ironic", "sushy"},
+    "cyborg_lite_dra": {"ironic", "sushy", "flask", "sqlalchemy"},
 }
 
 #: ``module: why`` for the only function-level imports of project modules

@@ -39,3 +39,22 @@ def test_demo_runs_the_whole_story_and_cleans_up(tmp_path, capsys):
         assert "function traits after: "\
                "['CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0']" in out, out
     assert not os.path.exists(state)
+
+
+def test_demo_kubernetes_walks_a_claim_to_a_container(tmp_path, capsys):
+    state = tmp_path / "k8s"
+    assert demo.main(["--kubernetes", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr().out
+    for text in (
+            "kubelet's GetInfo: type DRAPlugin",
+            "fpga-0000-5e-00-0-r0: FPGA region 0",
+            "CDI device ID: accel.cyborg-lite.openstack.org/accelerator=",
+            "region 0 now runs nlb0 (sim agent)",
+            "ARQs of the claim left in cyborg_lite: 0; CDI spec present: "
+            "False",
+            "Demo finished: every step answered as expected."):
+        assert text in out, out
+    # The container step ran, or says why it could not.
+    assert ("PCIDEVICE_ACCEL_CYBORG_LITE_OPENSTACK_ORG_FPGA=0000:5e:00.1"
+            in out or "skipped: " in out), out
+    assert not os.path.exists(state)

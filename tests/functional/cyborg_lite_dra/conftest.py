@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Fixtures of the DRA plugin tests (see :mod:`.env`)."""
+
+import pytest
+
+from tests.functional.cyborg_lite_dra import env
+
+
+@pytest.fixture
+def cyborg_lite(tmp_path):
+    """A real cyborg_lite with its sim agent (programming takes 0.3 s)."""
+    server = env.CyborgLite(tmp_path / "cyborg")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def plugin_factory(tmp_path, cyborg_lite, kube_apiserver):
+    """Make plugins on ``cyborg_lite`` and the stand-in API server:
+    ``factory(**options)`` (not started); each stopped at the end."""
+    made = []
+
+    def factory(directory="plugin", **options):
+        plugin = env.Plugin(tmp_path / directory, cyborg_lite,
+                            kube_apiserver, **options)
+        made.append(plugin)
+        return plugin
+
+    yield factory
+    for plugin in made:
+        plugin.close()
+
+
+@pytest.fixture
+def plugin(plugin_factory):
+    """One plugin, started and registered."""
+    return plugin_factory().start()

@@ -1,0 +1,109 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The node's ResourceSlices in the (stand-in) API server: what the plugin
+publishes from real cyborg_lite, every write valid against the upstream
+OpenAPI schema, stable across restarts, current as the inventory changes."""
+
+import uuid
+
+from accel_common import inventory
+from cyborg_lite.inventory import apply as inventory_apply
+from tests.functional.cyborg_lite_dra import env
+
+
+def _node_slices(apiserver, node):
+    return [s for s in apiserver.slices.values()
+            if s["spec"]["nodeName"] == node]
+
+
+def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
+                                                    kube_apiserver):
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                      "the slice")
+    spec = slice_["spec"]
+    assert spec["driver"] == env.DRIVER
+    assert spec["pool"] == {"name": plugin.node, "generation": 1,
+                            "resourceSliceCount": 1}
+    by_name = {d["name"]: d for d in spec["devices"]}
+    assert sorted(by_name) == ["fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
+    attributes = by_name["fpga-0000-0f-00-0-r1"]["attributes"]
+    assert attributes["resource.kubernetes.io/pciBusID"] == {
+        "string": cyborg_lite.pci}
+    assert attributes["resourceProviderUUID"] == {
+        "string": cyborg_lite.rps[1]}
+    assert attributes["type"] == {"string": "FPGA"}
+    assert attributes["region"] == {"string": "1"}
+    assert attributes["vendorID"] == {"string": "0x8086"}
+    assert attributes["productID"] == {"string": "0x0b30"}
+    assert by_name["fpga-0000-0f-00-0-r1"]["capacity"] == {
+        "accelerators": {"value": "2"}}
+    assert kube_apiserver.writes
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+def test_a_restart_publishes_the_same_names_and_writes_nothing(
+        plugin, kube_apiserver):
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    before = [dict(s) for s in kube_apiserver.slices.values()]
+    writes = len(kube_apiserver.writes)
+    plugin.stop()
+    lists = len(kube_apiserver.requests)
+    plugin.start()
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 1, "a publish")
+    assert len(kube_apiserver.writes) == writes
+    assert list(kube_apiserver.slices.values()) == before
+
+
+def test_inventory_changes_reach_the_slices_with_a_new_generation(
+        plugin, cyborg_lite, kube_apiserver):
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    document = cyborg_lite.document
+    device = document["devices"][0]
+    device["regions"].append({
+        "id": "2", "resource_class": "FPGA", "function_id": None,
+        "rp_uuid": inventory.region_rp_uuid(document["node_uuid"],
+                                            device["id"], "2"),
+        "attach_handles": [{"type": "PCI", "pci_address": "0000:30:00.1"}]})
+    inventory_apply.apply_document(cyborg_lite.db, document)
+
+    def grown():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        return len(slice_["spec"]["devices"]) == 3 and slice_
+
+    slice_ = env.wait(grown, "the third region")
+    assert slice_["spec"]["pool"]["generation"] == 2
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+def test_a_slice_deleted_behind_its_back_is_published_again(
+        plugin, kube_apiserver):
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                      "the slice")
+    name = slice_["metadata"]["name"]
+    uid = slice_["metadata"]["uid"]
+    del kube_apiserver.slices[name]
+
+    again = env.wait(lambda: kube_apiserver.slices.get(name), "the new slice")
+    assert again["metadata"]["uid"] != uid
+    assert again["spec"]["pool"]["generation"] == 1
+
+
+def test_a_refusing_api_server_is_logged_and_retried(
+        plugin_factory, kube_apiserver):
+    plugin = plugin_factory()
+    kube_apiserver.token = uuid.uuid4().hex
+    plugin.start()
+    env.wait(lambda: "Publishing the ResourceSlices" in plugin.log(),
+          "the logged failure")
+    assert "(401)" in plugin.log()
+    assert kube_apiserver.slices == {}

@@ -1,0 +1,88 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+import pytest
+
+from cyborg_lite_dra import inventory
+from cyborg_lite_dra import slices
+from tests.fixtures import kube_apiserver
+
+DRIVER = "accel.cyborg-lite.openstack.org"
+
+
+def _device(index, **overrides):
+    values = dict(
+        name=inventory.device_name("FPGA", "0000:5e:00.0", str(index),
+                                   f"rp-{index}"),
+        rp_uuid=f"e305295a-c440-5123-8bd5-{index:012d}",
+        deployable_uuid=f"0cf179a7-f371-46b4-a329-{index:012d}",
+        type="FPGA", vendor_id="0x8086", product_id="0x0b30",
+        pci_address="0000:5E:00.0", region=str(index), resource_class="FPGA",
+        bitstream_id=None, num_accelerators=4, model="PAC Arria10")
+    values.update(overrides)
+    return inventory.NodeDevice(**values)
+
+
+@pytest.mark.parametrize("count, slices_expected", [(1, 1), (128, 1),
+                                                    (129, 2), (300, 3)])
+def test_desired_slices_are_valid_against_the_upstream_schema(
+        count, slices_expected):
+    wanted = slices.desired([_device(i) for i in range(count)], DRIVER,
+                            "node-1.example.org", 4)
+    assert len(wanted) == slices_expected
+    assert sum(len(s["spec"]["devices"]) for s in wanted) == count
+    for body in wanted:
+        assert body["spec"]["pool"] == {"name": "node-1.example.org",
+                                        "generation": 4,
+                                        "resourceSliceCount": slices_expected}
+        assert kube_apiserver.validate_slice(body) == []
+
+
+def test_device_entry_attributes():
+    entry = slices.device_entry(_device(0, bitstream_id="bs-1",
+                                        num_accelerators=0))
+    assert entry["name"] == "fpga-0000-5e-00-0-r0"
+    assert entry["attributes"]["resource.kubernetes.io/pciBusID"] == {
+        "string": "0000:5e:00.0"}
+    assert entry["attributes"]["bitstreamID"] == {"string": "bs-1"}
+    assert "capacity" not in entry
+
+
+def test_the_validator_refuses_what_kube_apiserver_refuses():
+    body = slices.desired([_device(0)], DRIVER, "n", 1)[0]
+    body["spec"]["devices"][0]["name"] = "Not_A_Label"
+    body["spec"]["devices"][0]["attributes"]["x"] = {"string": "a",
+                                                     "bool": True}
+    problems = kube_apiserver.validate_slice(body)
+    assert any("is not a DNS label" in p for p in problems)
+    assert any("exactly one value" in p for p in problems)
+    body = slices.desired([_device(0)], DRIVER, "n", 1)[0]
+    body["spec"]["devices"][0]["typo"] = 1
+    assert kube_apiserver.validate_slice(body)
+
+
+@pytest.mark.parametrize("args, expected", [
+    (("FPGA", "0000:5e:00.0", "0", "rp"), "fpga-0000-5e-00-0-r0"),
+    (("GPU", "0000:AF:00.0", "gpu0", "rp"), "gpu-0000-af-00-0-rgpu0"),
+    (("NIC", None, "0", "rp"), "nic-nopci-r0"),
+])
+def test_device_names_are_stable_dns_labels(args, expected):
+    assert inventory.device_name(*args) == expected
+
+
+def test_a_name_too_long_becomes_a_digest():
+    name = inventory.device_name("FPGA", "0000:5e:00.0", "r" * 80, "rp-1")
+    assert inventory.DNS_LABEL.match(name)
+    assert name == inventory.device_name("FPGA", "0000:5e:00.0", "r" * 80,
+                                         "rp-1")
+    assert name != inventory.device_name("FPGA", "0000:5e:00.0", "r" * 80,
+                                         "rp-2")
