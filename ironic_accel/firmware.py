@@ -46,6 +46,7 @@ from accel_common import inventory
 from ironic_accel import conf as accel_conf
 from ironic_accel import discovery
 from ironic_accel import exception as accel_exception
+from ironic_accel import image_staging
 from ironic_accel import redfish_gateway as gateway
 from ironic_accel import step_settings
 from ironic_accel.placement import periodic as placement_periodic
@@ -282,6 +283,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             self._record(node, item, item.get("percent"), "Aborted",
                          (item.get("messages") or []) + [note])
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         LOG.warning("Node %(node)s: %(step)s ended by Ironic while its "
                     "update was running (%(note)s)",
@@ -301,6 +303,15 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             raise exception.InvalidParameterValue(
                 f"{step}: update_method {forced!r} is not one of auto, "
                 f"{', '.join(gateway.UPDATE_METHODS)}")
+        try:
+            return self._start_checked(task, step, settings, kind, forced)
+        except Exception:
+            node.del_driver_internal_info(STATE_KEY)
+            image_staging.cleanup(node)
+            raise
+
+    def _start_checked(self, task, step, settings, kind, forced):
+        node = task.node
         step_settings.verify_checksums(node, settings)
         document = discovery.read_document(node)
         queue = []
@@ -315,6 +326,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             LOG.info("Node %(node)s: %(step)s has nothing to do, every "
                      "device is already as asked", {"node": node.uuid,
                                                    "step": step})
+            image_staging.cleanup(node)
             discovery.refresh(task)
             return None
         offer = gateway.get_update_offer(node)
@@ -326,12 +338,9 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             item["method"] = method
         node.set_driver_internal_info(STATE_KEY, {
             "step": step, "kind": kind, "index": 0, "queue": queue,
-            "started_at": _now(), "offer": dataclasses.asdict(offer)})
-        try:
-            self._start_item(task)
-        except Exception:
-            node.del_driver_internal_info(STATE_KEY)
-            raise
+            "started_at": _now(), "offer": dataclasses.asdict(offer),
+            "staged": {}})
+        self._start_item(task)
         node.save()
         return async_steps.get_return_state(node)
 
@@ -391,20 +400,24 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         item = state["queue"][state["index"]]
         method = item.get("method", gateway.SIMPLE_UPDATE)
         offer = gateway.UpdateOffer(**state.get("offer") or {})
+        # NOTE(ironic-accel): the BMC only ever gets the bytes that were
+        # checked: the copy kept by the checksum check (or downloaded and
+        # checked again), sent by the conductor or staged where the BMC
+        # fetches it. The step's URL itself never reaches the BMC.
+        path = image_staging.checked_copy(node, item["url"],
+                                          item["checksum"])
         if method == gateway.SIMPLE_UPDATE:
+            staged = state.setdefault("staged", {})
+            if item["checksum"] not in staged:
+                staged[item["checksum"]] = image_staging.stage(node, path)
+            item["staged_url"] = staged[item["checksum"]]
             target = (None if offer.simple_targets is False
                       else item["target"])
             item["monitor"] = gateway.simple_update(
-                node, item["device"], item["url"], target)
+                node, item["device"], item["staged_url"], target)
         else:
-            # NOTE(ironic-accel): the conductor hands the image over itself:
-            # downloaded again and checked against the checksum, so nothing
-            # unchecked ever reaches the BMC.
-            with step_settings.checked_image(
-                    node, item["url"], item["checksum"]) as path:
-                item["monitor"] = gateway.push_update(
-                    node, item["device"], method, offer, path,
-                    item["target"])
+            item["monitor"] = gateway.push_update(
+                node, item["device"], method, offer, path, item["target"])
         item["started_at"] = _now()
         self._record(node, item, percent=0, task_state="Starting",
                      messages=[])
@@ -534,6 +547,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                  {"node": node.uuid, "step": state["step"],
                   "devs": ", ".join(i["device"] for i in state["queue"])})
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         discovery.refresh(task)
         self._resume_step(task)
@@ -547,6 +561,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             self._record(node, item, item.get("percent"), "Failed",
                          (item.get("messages") or []) + [message])
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         LOG.error("Node %(node)s: %(step)s failed: %(msg)s",
                   {"node": node.uuid, "step": state.get("step"),

@@ -432,3 +432,53 @@ def test_aborted_update_cancels_bmc_task_and_stops(steps, recorded_bmc,
     assert outcome in progress["messages"][-1]
     assert ("DELETE", monitor, None) in recorded_bmc.requests
     assert steps.calls["resumed"] == 0
+
+
+def test_simple_update_gets_the_staged_checked_copy_not_the_origin(
+        steps, recorded_bmc, staging_dirs):
+    _accept_update(recorded_bmc)
+    settings = _settings(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc, settings)
+
+    [(_path, body)] = recorded_bmc.posts()
+    assert body["ImageURI"] != settings[0]["url"]
+    assert body["ImageURI"].startswith(CONF.deploy.http_url)
+    staged = staging_dirs[1] / "firmware" / task.node.uuid
+    [name] = [p.name for p in staged.iterdir()]
+    assert body["ImageURI"].endswith("/" + name)
+    digest = settings[0]["checksum"].split(":")[1]
+    assert hashlib.sha256((staged / name).read_bytes()).hexdigest() == digest
+
+    recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
+    _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
+    steps._poll(task)
+    assert not staged.exists()
+    assert not (staging_dirs[0] / task.node.uuid).exists()
+
+
+def test_next_device_fails_before_the_bmc_when_its_image_changed(
+        steps, recorded_bmc, staging_dirs):
+    _accept_update(recorded_bmc)
+    url, checksum = _image(recorded_bmc, "gpu.bin", device_type="GPU",
+                           version="96.00")
+    settings = _settings(recorded_bmc) + [{
+        "accelerator": "gpu0", "url": url, "checksum": checksum,
+        "version": "96.00"}]
+    task, _ = _start(steps, recorded_bmc, settings)
+    # The kept copy is lost (another conductor took the node over) and
+    # the origin now serves something else.
+    for kept in (staging_dirs[0] / task.node.uuid).iterdir():
+        kept.unlink()
+    _image(recorded_bmc, "gpu.bin", device_type="GPU", version="66.6")
+
+    recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
+    _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
+    with pytest.raises(exception.InvalidParameterValue) as err:
+        steps._poll(task)
+    steps._fail(task, str(err.value))
+
+    assert len(recorded_bmc.posts()) == 1
+    [error] = steps.calls["errors"]
+    assert "checksum mismatch" in error and "nothing was sent" in error
+    assert firmware.STATE_KEY not in task.node.driver_internal_info
+    assert not (staging_dirs[1] / "firmware" / task.node.uuid).exists()
