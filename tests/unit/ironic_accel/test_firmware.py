@@ -30,7 +30,7 @@ import pytest
 from ironic_accel import discovery
 from ironic_accel import exception as accel_exception
 from ironic_accel import firmware
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel.redfish import client as redfish_client
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 
 SIMPLE_UPDATE = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
@@ -84,12 +84,12 @@ def steps(recorded_bmc, monkeypatch):
     interface = firmware.AccelRedfishFirmware()
     calls = {"errors": [], "resumed": 0, "refreshed": 0}
     monkeypatch.setattr(
-        interface, "_report_step_error",
-        lambda task, msg, traceback=False: calls["errors"].append(msg))
+        firmware, "report_step_error",
+        lambda task, msg: calls["errors"].append(msg))
 
     def resume(task):
         calls["resumed"] += 1
-    monkeypatch.setattr(interface, "_resume_step", resume)
+    monkeypatch.setattr(firmware, "resume_step", resume)
 
     def refresh(task):
         calls["refreshed"] += 1
@@ -303,10 +303,10 @@ def test_polling_resumes_from_persisted_state_after_restart(
     task, _ = _start(steps, recorded_bmc)
     # A new conductor: new interface object, no cached BMC sessions, only
     # what driver_internal_info holds.
-    gateway.clear_cache()
+    redfish_client.clear_cache()
     fresh = firmware.AccelRedfishFirmware()
     resumed = []
-    monkeypatch.setattr(fresh, "_resume_step", resumed.append)
+    monkeypatch.setattr(firmware, "resume_step", resumed.append)
     recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
     _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
 
