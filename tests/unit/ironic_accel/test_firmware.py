@@ -482,3 +482,26 @@ def test_next_device_fails_before_the_bmc_when_its_image_changed(
     assert "checksum mismatch" in error and "nothing was sent" in error
     assert firmware.STATE_KEY not in task.node.driver_internal_info
     assert not (staging_dirs[1] / "firmware" / task.node.uuid).exists()
+
+
+def test_an_aborted_step_leaves_no_staged_image(steps, recorded_bmc,
+                                                staging_dirs):
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc)
+    staged = staging_dirs[1] / "firmware" / task.node.uuid
+    assert list(staged.iterdir())
+    task.node.provision_state = states.CLEANFAIL
+
+    steps._abandon(task, task.node.driver_internal_info[firmware.STATE_KEY])
+
+    assert not staged.exists()
+    assert not (staging_dirs[0] / task.node.uuid).exists()
+
+
+def test_a_step_with_nothing_to_do_keeps_no_copy(steps, recorded_bmc,
+                                                 staging_dirs):
+    task, result = _start(steps, recorded_bmc,
+                          _settings(recorded_bmc, version="2.0.1"))
+
+    assert result is None
+    assert not (staging_dirs[0] / task.node.uuid).exists()

@@ -215,3 +215,18 @@ def test_one_client_serves_each_nodes_own_system(recorded_bmc):
                            uuid="9a1f7ac4-5e0c-4a38-9d6e-6f3a2f3c1d2e")
     assert len(redfish_inventory.get_accelerator_processors(first)) == 2
     assert redfish_inventory.get_accelerator_processors(second) == []
+
+
+def test_a_post_meeting_a_refused_connection_is_not_repeated(recorded_bmc):
+    """The BMC may have acted on a POST whose answer got lost: it fails at
+    once, naming the device, instead of being sent again."""
+    node = rbmc.node_for(recorded_bmc)
+    redfish_inventory.get_pcie_devices(node)  # a cached session
+    recorded_bmc.stop()
+
+    with pytest.raises(accel_exception.AcceleratorBMCError) as err:
+        redfish_update.simple_update(node, "fpga0", "https://img/fw.bin",
+                                     FPGA)
+    assert not isinstance(err.value, accel_exception.BMCUnavailable)
+    assert "fpga0" in str(err.value)
+    assert "attempts" not in str(err.value)
