@@ -59,6 +59,24 @@ def mdev_agent(tmp_path, rabbitmq_url):
     rabbitmq.delete_exchange(rabbitmq_url, exchange, host)
 
 
+def _privsep_daemons(config):
+    """The processes running privsep-helper with the agent's config file
+    (the helper daemonizes: they are not the agent's children)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                argv = [a.decode() for a in cmdline.read().split(b"\0")]
+        except OSError:
+            continue
+        if any(a.endswith("privsep-helper") for a in argv) and (
+                config in argv):
+            found.append(int(entry))
+    return found
+
+
 def test_mdev_writes_go_through_the_privsep_helper(mdev_agent):
     api, host, root, process = mdev_agent
 
@@ -69,6 +87,8 @@ def test_mdev_writes_go_through_the_privsep_helper(mdev_agent):
     log = process.log()
     assert "privsep daemon starting" in log
     assert "privsep process running with uid" in log
+    [daemon] = _privsep_daemons(process.config_file)
+    assert daemon != process.process.pid
 
 
 def test_a_type_the_parent_does_not_list_never_crosses(mdev_agent):
