@@ -13,7 +13,8 @@
 """Inventory refresh: Redfish -> inventory document, node traits, firmware.
 
 :func:`build_document` turns what the BMC reports into the inventory
-document of DESIGN §3 (pure, unit-tested with recorded Redfish JSON);
+document (doc/source/architecture.rst, "The inventory document"; pure,
+unit-tested with recorded Redfish JSON);
 :func:`refresh` reads the BMC through the gateway and writes the document to
 ``node.extra``, the node traits and the node's cached firmware components,
 then hands the document to the Placement reporter.
@@ -33,7 +34,7 @@ from accel_common import exception as common_exception
 from accel_common import inventory
 from ironic_accel import conf as accel_conf
 from ironic_accel import exception as accel_exception
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel.redfish import inventory as redfish_inventory
 
 LOG = logging.getLogger(__name__)
 
@@ -303,22 +304,23 @@ def build_document(node_uuid, host, processors, pcie, firmware_inventory,
     Every accelerator Processor becomes a device, with what the BMC says
     about it: its PCIe function (address, vendor and product ids) when one
     is linked or links back, else none of those (the host agent completes
-    them in-band, DESIGN §3). PCIe devices no processor claims become
-    devices only when their PCI class says accelerator (3D controller,
-    processing accelerator). What is left out is logged.
+    them in-band, doc/source/architecture.rst). PCIe devices no processor
+    claims become devices only when their PCI class says accelerator (3D
+    controller, processing accelerator). What is left out is logged.
 
     :param node_uuid: the Ironic node uuid.
     :param host: the compute host name the document names.
     :param processors: accelerator Processors (gateway objects).
     :param pcie: ``(PCIeDevice, [PCIeFunction])`` pairs.
     :param firmware_inventory: SoftwareInventory members.
-    :returns: the document (DESIGN §3), of the lowest schema version that
-        holds it (:func:`accel_common.inventory.version_for`).
+    :returns: the document (doc/source/architecture.rst), of the lowest
+        schema version that holds it
+        (:func:`accel_common.inventory.version_for`).
     :raises: accel_common.exception.InvalidInventory if the BMC's answers
         make an invalid document.
     """
-    versions = gateway.firmware_versions_by_processor(firmware_inventory,
-                                                      processors)
+    versions = redfish_inventory.firmware_versions_by_processor(
+        firmware_inventory, processors)
     devices, used, claimed = [], set(), set()
     for proc in processors:
         device, functions = _pcie_for(proc, pcie)
@@ -469,9 +471,9 @@ def read_document(node):
 
     :raises: AcceleratorBMCError, BMCUnavailable, InvalidInventory.
     """
-    processors = gateway.get_accelerator_processors(node)
-    pcie = gateway.get_pcie_devices(node, processors)
-    firmware = (gateway.get_firmware_inventory(node)
+    processors = redfish_inventory.get_accelerator_processors(node)
+    pcie = redfish_inventory.get_pcie_devices(node, processors)
+    firmware = (redfish_inventory.get_firmware_inventory(node)
                 if processors or pcie else [])
     return build_document(node.uuid, compute_host(node), processors, pcie,
                           firmware)

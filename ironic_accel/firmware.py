@@ -34,6 +34,7 @@ from ironic.common import async_steps
 from ironic.common import exception
 from ironic.common import states
 from ironic.conductor import periodics
+from ironic.conductor import utils as manager_utils
 from ironic.conf import CONF
 from ironic.drivers import base
 from ironic.drivers.modules.redfish import firmware as redfish_firmware
@@ -46,9 +47,13 @@ from accel_common import inventory
 from ironic_accel import conf as accel_conf
 from ironic_accel import discovery
 from ironic_accel import exception as accel_exception
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel import image_staging
 from ironic_accel import step_settings
 from ironic_accel.placement import periodic as placement_periodic
+from ironic_accel.redfish import client as redfish_client
+from ironic_accel.redfish import inventory as redfish_inventory
+from ironic_accel.redfish import tasks as redfish_tasks
+from ironic_accel.redfish import update as redfish_update
 
 LOG = logging.getLogger(__name__)
 
@@ -74,6 +79,37 @@ def _now():
 def _seconds_since(stamp):
     return (timeutils.utcnow(True)
             - timeutils.parse_isotime(stamp)).total_seconds()
+
+
+def resume_step(task):
+    """Tell the conductor the node's running step is done, through Ironic's
+    public ``notify_conductor_resume_*`` of the step's kind."""
+    node = task.node
+    if node.clean_step:
+        manager_utils.notify_conductor_resume_clean(task)
+    elif node.service_step:
+        manager_utils.notify_conductor_resume_service(task)
+    elif node.deploy_step:
+        manager_utils.notify_conductor_resume_deploy(task)
+
+
+def report_step_error(task, message):
+    """Fail the node's running step with ``message`` through Ironic's
+    public error handler of the step's kind.
+
+    A node with no step left (it cannot happen while our state is set, but
+    Ironic may have cleared the step) only gets the message logged.
+    """
+    node = task.node
+    if node.clean_step:
+        manager_utils.cleaning_error_handler(task, message)
+    elif node.service_step:
+        manager_utils.servicing_error_handler(task, message)
+    elif node.deploy_step:
+        manager_utils.deploying_error_handler(task, message)
+    else:
+        LOG.error("Node %(node)s has no running step to fail: %(msg)s",
+                  {"node": node.uuid, "msg": message})
 
 
 class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
@@ -185,7 +221,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         :raises: UnsupportedDriverExtension when the node reports nothing.
         """
         node = task.node
-        system = gateway.get_system(node)
+        system = redfish_client.get_system(node)
         components = []
         if system.bios_version:
             components.append({
@@ -271,7 +307,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         note = "step aborted"
         if item is not None and item.get("monitor"):
             try:
-                cancelled = gateway.cancel_task(node, item["device"],
+                cancelled = redfish_tasks.cancel_task(node, item["device"],
                                                 item["monitor"])
                 note += (": BMC task cancelled" if cancelled else
                          ": the BMC does not allow cancelling its task, "
@@ -282,6 +318,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             self._record(node, item, item.get("percent"), "Aborted",
                          (item.get("messages") or []) + [note])
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         LOG.warning("Node %(node)s: %(step)s ended by Ironic while its "
                     "update was running (%(note)s)",
@@ -297,10 +334,19 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         node = task.node
         step_settings.validate(step, schema, settings)
         forced = update_method or CONF.ironic_accel.update_method
-        if forced not in ("auto",) + gateway.UPDATE_METHODS:
+        if forced not in ("auto",) + redfish_update.UPDATE_METHODS:
             raise exception.InvalidParameterValue(
                 f"{step}: update_method {forced!r} is not one of auto, "
-                f"{', '.join(gateway.UPDATE_METHODS)}")
+                f"{', '.join(redfish_update.UPDATE_METHODS)}")
+        try:
+            return self._start_checked(task, step, settings, kind, forced)
+        except Exception:
+            node.del_driver_internal_info(STATE_KEY)
+            image_staging.cleanup(node)
+            raise
+
+    def _start_checked(self, task, step, settings, kind, forced):
+        node = task.node
         step_settings.verify_checksums(node, settings)
         document = discovery.read_document(node)
         queue = []
@@ -315,10 +361,11 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             LOG.info("Node %(node)s: %(step)s has nothing to do, every "
                      "device is already as asked", {"node": node.uuid,
                                                    "step": step})
+            image_staging.cleanup(node)
             discovery.refresh(task)
             return None
-        offer = gateway.get_update_offer(node)
-        method = gateway.choose_update_method(node, offer, forced)
+        offer = redfish_update.get_update_offer(node)
+        method = redfish_update.choose_update_method(node, offer, forced)
         targets = self._targets(node)
         for item in queue:
             item["target"] = targets.get(item["uri"].rstrip("/"),
@@ -326,12 +373,9 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             item["method"] = method
         node.set_driver_internal_info(STATE_KEY, {
             "step": step, "kind": kind, "index": 0, "queue": queue,
-            "started_at": _now(), "offer": dataclasses.asdict(offer)})
-        try:
-            self._start_item(task)
-        except Exception:
-            node.del_driver_internal_info(STATE_KEY)
-            raise
+            "started_at": _now(), "offer": dataclasses.asdict(offer),
+            "staged": {}})
+        self._start_item(task)
         node.save()
         return async_steps.get_return_state(node)
 
@@ -381,30 +425,34 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
     def _targets(self, node):
         # NOTE(ironic-accel): a BMC that lists the device in its
         # FirmwareInventory wants that member as the SimpleUpdate target.
-        versions = gateway.firmware_versions_by_processor(
-            gateway.get_firmware_inventory(node))
+        versions = redfish_inventory.firmware_versions_by_processor(
+            redfish_inventory.get_firmware_inventory(node))
         return {uri: member for uri, (member, _v) in versions.items()}
 
     def _start_item(self, task):
         node = task.node
         state = node.driver_internal_info[STATE_KEY]
         item = state["queue"][state["index"]]
-        method = item.get("method", gateway.SIMPLE_UPDATE)
-        offer = gateway.UpdateOffer(**state.get("offer") or {})
-        if method == gateway.SIMPLE_UPDATE:
+        method = item.get("method", redfish_update.SIMPLE_UPDATE)
+        offer = redfish_update.UpdateOffer(**state.get("offer") or {})
+        # NOTE(ironic-accel): the BMC only ever gets the bytes that were
+        # checked: the copy kept by the checksum check (or downloaded and
+        # checked again), sent by the conductor or staged where the BMC
+        # fetches it. The step's URL itself never reaches the BMC.
+        path = image_staging.checked_copy(node, item["url"],
+                                          item["checksum"])
+        if method == redfish_update.SIMPLE_UPDATE:
+            staged = state.setdefault("staged", {})
+            if item["checksum"] not in staged:
+                staged[item["checksum"]] = image_staging.stage(node, path)
+            item["staged_url"] = staged[item["checksum"]]
             target = (None if offer.simple_targets is False
                       else item["target"])
-            item["monitor"] = gateway.simple_update(
-                node, item["device"], item["url"], target)
+            item["monitor"] = redfish_update.simple_update(
+                node, item["device"], item["staged_url"], target)
         else:
-            # NOTE(ironic-accel): the conductor hands the image over itself:
-            # downloaded again and checked against the checksum, so nothing
-            # unchecked ever reaches the BMC.
-            with step_settings.checked_image(
-                    node, item["url"], item["checksum"]) as path:
-                item["monitor"] = gateway.push_update(
-                    node, item["device"], method, offer, path,
-                    item["target"])
+            item["monitor"] = redfish_update.push_update(
+                node, item["device"], method, offer, path, item["target"])
         item["started_at"] = _now()
         self._record(node, item, percent=0, task_state="Starting",
                      messages=[])
@@ -436,7 +484,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 reason=f"update task {item['monitor']} did not finish within "
                        f"{CONF.ironic_accel.task_timeout} seconds")
         try:
-            status = gateway.poll_task(node, device, item["monitor"])
+            status = redfish_tasks.poll_task(node, device, item["monitor"])
         except accel_exception.BMCUnavailable as exc:
             since = item.setdefault("unreachable_since", _now())
             limit = CONF.ironic_accel.bmc_unavailable_timeout
@@ -486,11 +534,11 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
     def _confirm(self, node, item):
         device = item["device"]
         if item["kind"] == "firmware":
-            versions = gateway.firmware_versions_by_processor(
-                gateway.get_firmware_inventory(node))
+            versions = redfish_inventory.firmware_versions_by_processor(
+                redfish_inventory.get_firmware_inventory(node))
             now = versions.get(item["uri"].rstrip("/"), (None, None))[1]
             if now is None:
-                for proc in gateway.get_accelerator_processors(node):
+                for proc in redfish_inventory.get_accelerator_processors(node):
                     if proc.path.rstrip("/") == item["uri"].rstrip("/"):
                         now = proc.firmware_version
             expected = item["version"]
@@ -509,7 +557,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             node.set_driver_internal_info(APPLIED_KEY, applied)
             return
         loaded = None
-        for proc in gateway.get_accelerator_processors(node):
+        for proc in redfish_inventory.get_accelerator_processors(node):
             if proc.path.rstrip("/") == item["uri"].rstrip("/"):
                 loaded = sorted({(f.uuid if f is not None else None) or ""
                                  for f in proc.slot_functions.values()})
@@ -534,9 +582,10 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                  {"node": node.uuid, "step": state["step"],
                   "devs": ", ".join(i["device"] for i in state["queue"])})
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         discovery.refresh(task)
-        self._resume_step(task)
+        resume_step(task)
 
     def _fail(self, task, message):
         node = task.node
@@ -547,10 +596,11 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             self._record(node, item, item.get("percent"), "Failed",
                          (item.get("messages") or []) + [message])
         node.del_driver_internal_info(STATE_KEY)
+        image_staging.cleanup(node)
         node.save()
         LOG.error("Node %(node)s: %(step)s failed: %(msg)s",
                   {"node": node.uuid, "step": state.get("step"),
                    "msg": message})
-        self._report_step_error(
+        report_step_error(
             task, f"{state.get('step', 'accelerator step')} failed on node "
-                  f"{node.uuid}: {message}", traceback=False)
+                  f"{node.uuid}: {message}")

@@ -14,20 +14,17 @@
 
 Everything here runs before the BMC is asked to do anything: the JSON
 schema check, the image checksum check (the image is downloaded and hashed
-here, so a wrong image never reaches the BMC), and the choice of devices a
+here, and the checked copy kept for the BMC, so a wrong image never reaches
+it), and the choice of devices a
 setting's ``accelerator`` selects.
 """
 
-import contextlib
-import hashlib
 import re
-import tempfile
-import urllib.parse
 
 from ironic.common import exception
-from ironic.conf import CONF
 import jsonschema
-import requests
+
+from ironic_accel import image_staging
 
 _CHECKSUM = r"^(sha256:)?[0-9a-fA-F]{64}$"
 _URL = r"^https?://.+"
@@ -94,71 +91,12 @@ def expected_digest(checksum):
     return checksum.split(":", 1)[-1].lower()
 
 
-def image_digest(url, copy=None):
-    """Download ``url`` and return its sha256 hex digest.
-
-    :param copy: a binary file the image is also written to.
-
-    :raises: ImageUnavailable naming the URL.
-    """
-    digest = hashlib.sha256()
-    limit = CONF.ironic_accel.max_image_size
-    size = 0
-    parsed = urllib.parse.urlparse(url)
-    try:
-        if parsed.scheme == "file":
-            with open(urllib.parse.unquote(parsed.path), "rb") as image:
-                for chunk in iter(lambda: image.read(1 << 20), b""):
-                    size += len(chunk)
-                    if size > limit:
-                        break
-                    digest.update(chunk)
-                    if copy is not None:
-                        copy.write(chunk)
-        else:
-            with requests.get(
-                    url, stream=True,
-                    timeout=CONF.ironic_accel.image_download_timeout) as rsp:
-                rsp.raise_for_status()
-                for chunk in rsp.iter_content(1 << 20):
-                    size += len(chunk)
-                    if size > limit:
-                        break
-                    digest.update(chunk)
-                    if copy is not None:
-                        copy.write(chunk)
-    except (OSError, requests.RequestException) as exc:
-        raise exception.ImageDownloadFailed(image_href=url, reason=exc)
-    if size > limit:
-        raise exception.ImageDownloadFailed(
-            image_href=url,
-            reason=f"larger than [ironic_accel]max_image_size ({limit})")
-    return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def checked_image(node, url, expected):
-    """The image at ``url`` in a temporary file, checked against the sha256
-    ``expected`` (for the push update methods, where the conductor sends
-    the image itself); removed afterwards.
-
-    :raises: InvalidParameterValue on a checksum mismatch, ImageDownloadFailed.
-    """
-    with tempfile.NamedTemporaryFile(prefix="ironic-accel-image-") as copy:
-        digest = image_digest(url, copy=copy)
-        if digest != expected:
-            raise exception.InvalidParameterValue(
-                f"Image checksum mismatch for node {node.uuid}: {url} has "
-                f"sha256:{digest}, expected sha256:{expected}; nothing was "
-                f"sent to the BMC")
-        copy.flush()
-        yield copy.name
-
-
 def verify_checksums(node, settings):
     """Check every image of ``settings`` against its checksum.
 
-    Each URL is downloaded once.
+    Each URL is downloaded once, and the checked copy kept for the BMC
+    (:mod:`ironic_accel.image_staging`); a copy that fails its check is
+    removed.
 
     :raises: InvalidParameterValue naming the node, the accelerator, the URL
         and the checksum; ImageDownloadFailed when an image cannot be read.
@@ -167,14 +105,16 @@ def verify_checksums(node, settings):
     for setting in settings:
         url = setting["url"]
         if url not in digests:
-            digests[url] = image_digest(url)
+            digests[url] = image_staging.download(node, url)
+        path, digest = digests[url]
         expected = expected_digest(setting["checksum"])
-        if digests[url] != expected:
+        if digest != expected:
+            image_staging.discard(path)
             raise exception.InvalidParameterValue(
                 f"Image checksum mismatch for accelerator "
                 f"{setting['accelerator']} of node {node.uuid}: checksum "
                 f"{setting['checksum']} was given but {url} has sha256:"
-                f"{digests[url]}; nothing was sent to the BMC")
+                f"{digest}; nothing was sent to the BMC")
 
 
 def _norm(text):

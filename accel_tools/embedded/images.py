@@ -57,13 +57,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 class ImageServer:
-    """A directory served over HTTP on 127.0.0.1 (a free port), from a
-    daemon thread of this process."""
+    """A directory served over HTTP on 127.0.0.1 (``port``, by default a
+    free one), from a daemon thread of this process."""
 
-    def __init__(self, root):
+    def __init__(self, root, port=0):
         self.root = pathlib.Path(root)
         handler = functools.partial(_QuietHandler, directory=str(self.root))
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port),
                                                        handler)
         self._server.downloads = []
         self.url = "http://127.0.0.1:%d" % self._server.server_address[1]

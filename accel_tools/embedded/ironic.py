@@ -39,6 +39,7 @@ import time
 import requests
 
 from accel_tools.embedded import common
+from accel_tools.embedded import images
 from accel_tools.embedded import placement as placement_mod
 
 _CONF_TEMPLATE = """\
@@ -79,6 +80,11 @@ periodic_max_workers = 4
 
 [redfish]
 firmware_update_status_interval = 60
+firmware_source = {firmware_source}
+
+[deploy]
+http_root = {http_root}
+http_url = {http_url}
 
 [dhcp]
 dhcp_provider = none
@@ -131,6 +137,10 @@ class IronicServer:
     :param placement_url: a Placement endpoint (``noauth2``, token
         ``admin``) for the plugin's ``[placement]`` group; None leaves
         Placement reporting off.
+    :param firmware_source: ``[redfish] firmware_source``; the checked
+        images the BMC fetches are staged under ``http_root`` (a directory
+        of ``workdir``), served at ``http_url`` from a thread of the
+        launching process, as Ironic's HTTP server would serve them.
     :param options: extra ``{section: {option: value}}`` for the
         configuration file.
     :raises subprocess.CalledProcessError: when the schema cannot be
@@ -138,10 +148,18 @@ class IronicServer:
     """
 
     def __init__(self, workdir, poll_interval=0.5, unavailable_timeout=6,
-                 placement_url=None, options=None):
+                 placement_url=None, options=None, firmware_source="http"):
         self.workdir = workdir
         self.port = common.free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.http_root = os.path.join(workdir, "httpboot")
+        self.http_port = common.free_port()
+        self.http_url = f"http://127.0.0.1:{self.http_port}/"
+        self.http_server = None
+        #: The conductor's temporary directory (its TMPDIR).
+        self.tempdir = os.path.join(workdir, "tmp")
+        os.makedirs(self.http_root, exist_ok=True)
+        os.makedirs(self.tempdir, exist_ok=True)
         self.log_file = os.path.join(workdir, "ironic.log")
         self.stdout_file = os.path.join(workdir, "ironic.stdout")
         self.config_file = os.path.join(workdir, "ironic.conf")
@@ -154,7 +172,9 @@ class IronicServer:
             db_file=os.path.join(workdir, "ironic.sqlite"),
             host=f"conductor-{self.port}", workdir=workdir,
             poll_interval=poll_interval,
-            unavailable_timeout=unavailable_timeout)
+            unavailable_timeout=unavailable_timeout,
+            firmware_source=firmware_source, http_root=self.http_root,
+            http_url=self.http_url)
         if placement_url:
             text += "\n" + placement_mod.client_conf_text(placement_url)
         with open(self.config_file, "w") as f:
@@ -178,7 +198,7 @@ class IronicServer:
             parser.write(f)
 
     def _env(self):
-        return common.child_env()
+        return common.child_env(TMPDIR=self.tempdir)
 
     def start(self, timeout=60):
         """Start the process and wait until the API answers.
@@ -188,6 +208,9 @@ class IronicServer:
             not answer within ``timeout`` seconds.
         """
         began = time.monotonic()
+        if self.http_server is None:
+            self.http_server = images.ImageServer(self.http_root,
+                                                  port=self.http_port)
         log = open(self.stdout_file, "ab")
         self.process = subprocess.Popen(
             [_bin("ironic"), "--config-file", self.config_file],
@@ -214,7 +237,11 @@ class IronicServer:
                            + self.log_tail())
 
     def stop(self, sig=signal.SIGTERM):
-        """Stop the process (and its children) and wait for it."""
+        """Stop the process (and its children) and wait for it; the HTTP
+        server of ``http_root`` stops too."""
+        if self.http_server is not None:
+            self.http_server.stop()
+            self.http_server = None
         if self.process is None or self.process.poll() is not None:
             return
         try:

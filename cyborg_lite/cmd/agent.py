@@ -19,6 +19,7 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from cyborg_lite import service as cyborg_service
+from cyborg_lite.agent import privsep
 from cyborg_lite.agent import service
 from cyborg_lite.conf import agent as agent_conf
 from cyborg_lite.conf import clients as clients_conf
@@ -57,6 +58,7 @@ def main(argv=None):
                            conf=conf, prog="cyborg-lite-agent",
                            database_optional=True)
     _check_schema(conf)
+    privsep.setup(conf)
     service.run(conf)
     return 0
 

@@ -69,9 +69,10 @@ IRONIC_ACCEL_OPTS = [
                     "MultipartHttpPushUri, else SimpleUpdate with Targets, "
                     "else HttpPushUri with HttpPushUriTargets; a method "
                     "forces that one (a step's update_method argument "
-                    "overrides this). With the push methods the conductor "
-                    "downloads the image, checks its checksum and sends "
-                    "it."),
+                    "overrides this). Whatever the method, the BMC gets "
+                    "only the conductor's checked copy of the image: sent "
+                    "by the conductor (push methods) or staged as "
+                    "[redfish] firmware_source says (SimpleUpdate)."),
     cfg.StrOpt("compute_host_source", default="name",
                regex=(r"^(name|(extra|instance_info):[^:{}]+"
                       r"|([^{}]*\{(name|uuid)\})+[^{}]*)$"),

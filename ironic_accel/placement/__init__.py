@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Placement reporting of accelerator providers (DESIGN §3).
+"""Placement reporting of accelerator providers (doc/source/architecture.rst,
+"Who owns what in Placement").
 
 :func:`report_after_refresh` runs after every inventory refresh and
 :func:`report_nodes` from the conductor periodic; both are no-ops when

@@ -10,7 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Move a host from the legacy flat model to nested providers (DESIGN §3).
+"""Move a host from the legacy flat model to nested providers.
+
+See doc/source/architecture.rst, "Who owns what in Placement".
 
 Early Cyborg put accelerator inventory and device traits on the compute-node
 provider itself. :func:`plan` reads that and the host's inventory document

@@ -16,10 +16,10 @@
 (:mod:`accel_common.placement.tree`), reads what Placement has, and writes
 only the differences, each write generation-checked and retried after a
 409 ``placement.concurrent_update``. A report with nothing changed only
-reads. It writes only what the reporter owns (DESIGN §3): provider
-existence, name, parent, ``total``/``max_unit`` and identity traits; never
-``reserved`` (except for a vanished device still in use) nor the function
-traits cyborg_lite set.
+reads. It writes only what the reporter owns (doc/source/architecture.rst,
+"Who owns what in Placement"): provider existence, name, parent,
+``total``/``max_unit`` and identity traits; never ``reserved`` (except for a
+vanished device still in use) nor the function traits cyborg_lite set.
 
 :func:`report_after_refresh` is what the inventory refresh calls;
 :func:`report_nodes` is what the conductor periodic calls.

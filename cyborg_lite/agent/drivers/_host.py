@@ -10,11 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Running vendor tools and reading PCI sysfs, shared by the real drivers."""
+"""Running vendor tools and reading PCI sysfs, shared by the real drivers.
+
+Reading sysfs and running read-only tools happen here, as the agent's own
+user; what needs privilege goes through :func:`privileged` into the
+functions of :mod:`cyborg_lite.agent.privsep`.
+"""
 
 import os
 import re
 import subprocess
+import tempfile
 
 from cyborg_lite.agent import exception
 
@@ -23,16 +29,45 @@ PCI_ADDRESS = re.compile(
     r"(?P<slot>[0-9a-fA-F]{2})\.(?P<function>[0-7])$")
 
 
-def split_pci_address(pci_address):
-    """``0000:5e:00.1`` -> dict of domain, bus, slot, function (strings).
+def image_dirs(conf):
+    """The directories images to program may lie in: the catalog, and the
+    download directory (the system's temporary directory when
+    ``[agent] image_cache_dir`` is unset)."""
+    return [conf.agent.image_catalog_dir,
+            conf.agent.image_cache_dir or tempfile.gettempdir()]
 
-    :raises InvalidRequest: for anything that is not a PCI address.
+
+def check(what, func, *args):
+    """``func(*args)`` of :mod:`~cyborg_lite.agent.privsep.checks`, its
+    ValueError turned into InvalidRequest (the agent's side of a check)."""
+    try:
+        return func(*args)
+    except ValueError as exc:
+        raise exception.InvalidRequest(reason=f"{what}: {exc}")
+
+
+def privileged(tool, func, *args):
+    """Run the privileged tool function ``func(*args)`` and return the
+    tool's standard output.
+
+    :param tool: the command as a user would read it, for messages.
+    :raises InvalidRequest: when the daemon refuses an argument.
+    :raises ToolNotFound: when the tool cannot be executed.
+    :raises ToolFailed: naming the tool, its exit code and its stderr.
     """
-    match = PCI_ADDRESS.match(str(pci_address))
-    if not match:
-        raise exception.InvalidRequest(
-            reason=f"{pci_address!r} is not a PCI address like 0000:5e:00.0")
-    return match.groupdict()
+    try:
+        exit_code, stdout, stderr = func(*args)
+    except ValueError as exc:
+        raise exception.InvalidRequest(reason=f"{tool}: {exc}")
+    except (FileNotFoundError, PermissionError) as exc:
+        raise exception.ToolNotFound(tool=tool.split()[0],
+                                     reason=exc.strerror or str(exc))
+    if exit_code != 0:
+        stderr = (stderr or stdout or "").strip()
+        raise exception.ToolFailed(
+            tool=tool, exit_code="none" if exit_code is None else exit_code,
+            stderr=stderr or "(no output)")
+    return stdout
 
 
 def run_tool(tool, args, timeout):
@@ -76,17 +111,6 @@ class Sysfs:
                 return handle.read().strip()
         except FileNotFoundError:
             return default
-        except OSError as exc:
-            raise exception.SysfsError(path=path, reason=exc.strerror)
-
-    def write(self, path, value):
-        """Write ``value`` to a sysfs attribute.
-
-        :raises SysfsError: naming the file and the kernel's answer.
-        """
-        try:
-            with open(path, "w") as handle:
-                handle.write(str(value))
         except OSError as exc:
             raise exception.SysfsError(path=path, reason=exc.strerror)
 

@@ -20,7 +20,8 @@ Discovery reads sysfs. Two kernel drivers exist and both are read:
   intel-fpga-dev.*/`` with ``intel-fpga-port.N/afu_id``.
 
 Programming runs ``fpgaconf --bus B --device D --function F image.gbs``
-(plus ``--segment S`` off PCI segment 0) and reads ``afu_id`` back. Attach
+(plus ``--segment S`` off PCI segment 0) in the privsep daemon and reads
+``afu_id`` back. Attach
 handles are the VFs the PF has enabled (port N is assigned to VF N), else the
 PF itself.
 
@@ -37,6 +38,8 @@ import re
 from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
+from cyborg_lite.agent.privsep import checks
+from cyborg_lite.agent.privsep import fpga as privsep_fpga
 
 # (class directory, device glob, port prefix)
 _LAYOUTS = (
@@ -135,18 +138,15 @@ class IntelOpaeDriver(base.AcceleratorDriver):
         return base.reading(afu_id_to_uuid(afu))
 
     def program(self, region, image_path, function_id):
-        """``fpgaconf`` the image onto the device's PR region."""
+        """``fpgaconf`` the image onto the device's PR region (privileged,
+        :func:`cyborg_lite.agent.privsep.fpga.fpgaconf`)."""
         self._port_dir(region)
-        bdf = _host.split_pci_address(region.pci_address)
-        args = []
-        # NOTE(agent): fpgaconf before OPAE 1.4 has no --segment; only
-        # multi-segment hosts need it.
-        if int(bdf["domain"], 16):
-            args += ["--segment", f"0x{bdf['domain']}"]
-        args += ["--bus", f"0x{bdf['bus']}", "--device", f"0x{bdf['slot']}",
-                 "--function", f"0x{bdf['function']}", image_path]
-        self._fpgaconf(args)
-
-    def _fpgaconf(self, args):
-        return _host.run_tool(self.conf.agent.fpgaconf_path, args,
-                              self.conf.agent.tool_timeout)
+        pci_address = _host.check("fpgaconf", checks.pci_address,
+                                  region.pci_address)
+        image_dirs = _host.image_dirs(self.conf)
+        image = _host.check("fpgaconf", checks.image_path, image_path,
+                            image_dirs)
+        _host.privileged(
+            f"{self.conf.agent.fpgaconf_path} {pci_address} {image}",
+            privsep_fpga.fpgaconf, self.conf.agent.fpgaconf_path,
+            pci_address, image, image_dirs, self.conf.agent.tool_timeout)

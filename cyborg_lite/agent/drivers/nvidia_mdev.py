@@ -16,9 +16,10 @@ Each mdev parent under ``/sys/class/mdev_bus/<bdf>`` lists its types in
 ``mdev_supported_types/<type>/`` (``name``, ``available_instances``,
 ``devices/``). Creating a vGPU writes its UUID to ``<type>/create``; removing
 it writes ``1`` to ``/sys/bus/mdev/devices/<uuid>/remove`` (the kernel's mdev
-ABI). On SR-IOV GPUs (Ampere and later) the parents are VFs: they are
-reported under their PF, the address Ironic knows the card by, and VFs are
-never offered as whole GPUs (cubecos#1262).
+ABI); both writes run in the privsep daemon
+(:mod:`cyborg_lite.agent.privsep.mdev`). On SR-IOV GPUs (Ampere and later)
+the parents are VFs: they are reported under their PF, the address Ironic
+knows the card by, and VFs are never offered as whole GPUs (cubecos#1262).
 
 Only NVIDIA parents are claimed: PCI vendor 0x10de and ``nvidia-*`` types
 (an Intel GVT-g iGPU's ``i915-*`` types and an s390 ``vfio_ccw-*`` parent are
@@ -31,13 +32,14 @@ driver generation, never silently skipped.
 """
 
 import os
-import uuid
 
 from oslo_log import log as logging
 
 from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
+from cyborg_lite.agent.privsep import checks
+from cyborg_lite.agent.privsep import mdev as privsep_mdev
 
 LOG = logging.getLogger(__name__)
 
@@ -188,7 +190,7 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
     @staticmethod
     def _check_uuid(pci_address, mdev_uuid):
         try:
-            return str(uuid.UUID(str(mdev_uuid)))
+            return checks.mdev_uuid(mdev_uuid)
         except ValueError:
             raise exception.MdevError(mdev_uuid=mdev_uuid,
                                       pci_address=pci_address,
@@ -216,8 +218,11 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
             raise exception.MdevError(
                 mdev_uuid=mdev_uuid, pci_address=pci_address,
                 reason=f"no {mdev_type} instance available")
-        self.sysfs.write(os.path.join(self._types_dir(pci_address),
-                                      mdev_type, "create"), mdev_uuid)
+        path = os.path.join(self._types_dir(pci_address), mdev_type,
+                            "create")
+        self._privileged(path, privsep_mdev.create_mdev,
+                         self.conf.agent.sysfs_root, pci_address, mdev_type,
+                         mdev_uuid)
         return {"created": True}
 
     def remove_mdev(self, pci_address, mdev_uuid):
@@ -229,5 +234,17 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
         mdev_dir = self._mdev_dir(mdev_uuid)
         if not os.path.isdir(mdev_dir):
             return {"removed": False}
-        self.sysfs.write(os.path.join(mdev_dir, "remove"), "1")
+        self._privileged(os.path.join(mdev_dir, "remove"),
+                         privsep_mdev.remove_mdev,
+                         self.conf.agent.sysfs_root, mdev_uuid)
         return {"removed": True}
+
+    @staticmethod
+    def _privileged(path, func, *args):
+        """Run a :mod:`cyborg_lite.agent.privsep.mdev` function; its errors
+        name the sysfs file."""
+        try:
+            func(*args)
+        except (OSError, ValueError) as exc:
+            raise exception.SysfsError(
+                path=path, reason=getattr(exc, "strerror", None) or str(exc))

@@ -37,6 +37,8 @@ from oslo_log import log as logging
 from cyborg_lite.agent import exception
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
+from cyborg_lite.agent.privsep import checks
+from cyborg_lite.agent.privsep import fpga as privsep_fpga
 
 USER_REGION = "0"
 BASE_REGION = "base"
@@ -177,8 +179,13 @@ class XilinxXrtDriver(base.AcceleratorDriver):
     def program(self, region, image_path, function_id):
         """``xbmgmt program --device <bdf> --user <xclbin>``, or for the
         base region ``--base --image <partition>``: ``--image`` names an
-        installed shell partition (``function_id``), not a file."""
+        installed shell partition (``function_id``), not a file. Both run
+        in the privsep daemon (:mod:`cyborg_lite.agent.privsep.fpga`)."""
         self._check(region)
+        xbmgmt = self.conf.agent.xbmgmt_path
+        timeout = self.conf.agent.tool_timeout
+        bdf = _host.check("xbmgmt program", checks.pci_address,
+                          region.pci_address)
         if region.region_id == BASE_REGION:
             if not function_id:
                 raise exception.InvalidRequest(
@@ -186,14 +193,28 @@ class XilinxXrtDriver(base.AcceleratorDriver):
                            "an installed shell partition as its function "
                            "(xbmgmt program --base --image takes a name, "
                            "not a file)")
-            args = ["program", "--device", region.pci_address, "--base",
-                    "--image", function_id]
-        else:
-            args = ["program", "--device", region.pci_address, "--user",
-                    image_path]
-        self._xbmgmt(args)
+            partition = _host.check("xbmgmt program", checks.name,
+                                    function_id, "shell partition name")
+            _host.privileged(
+                f"{xbmgmt} program --device {bdf} --base --image "
+                f"{partition}", privsep_fpga.xbmgmt_program_base, xbmgmt,
+                bdf, partition, timeout)
+            return
+        image_dirs = _host.image_dirs(self.conf)
+        image = _host.check("xbmgmt program", checks.image_path, image_path,
+                            image_dirs)
+        _host.privileged(
+            f"{xbmgmt} program --device {bdf} --user {image}",
+            privsep_fpga.xbmgmt_program_user, xbmgmt, bdf, image,
+            image_dirs, timeout)
 
     def reset(self, region):
-        """``xbmgmt reset --device <bdf> --force`` (hot reset of the card)."""
+        """``xbmgmt reset --device <bdf> --force`` (hot reset of the card),
+        in the privsep daemon."""
         self._check(region)
-        self._xbmgmt(["reset", "--device", region.pci_address, "--force"])
+        bdf = _host.check("xbmgmt reset", checks.pci_address,
+                          region.pci_address)
+        xbmgmt = self.conf.agent.xbmgmt_path
+        _host.privileged(f"{xbmgmt} reset --device {bdf} --force",
+                         privsep_fpga.xbmgmt_reset, xbmgmt, bdf,
+                         self.conf.agent.tool_timeout)

@@ -135,14 +135,14 @@ def recorded_bmc():
     """A RecordedBMC with fast gateway retries; stopped after the test."""
     from ironic.conf import CONF
 
-    from ironic_accel import redfish_gateway
+    from ironic_accel.redfish import client as redfish_client
 
     CONF.set_override("bmc_retries", 2, group="ironic_accel")
     CONF.set_override("bmc_retry_interval", 0, group="ironic_accel")
-    redfish_gateway.clear_cache()
+    redfish_client.clear_cache()
     bmc = RecordedBMC()
     yield bmc
     bmc.stop()
-    redfish_gateway.clear_cache()
+    redfish_client.clear_cache()
     CONF.clear_override("bmc_retries", group="ironic_accel")
     CONF.clear_override("bmc_retry_interval", group="ironic_accel")

@@ -31,7 +31,8 @@ from accel_common import inventory
 from accel_common.placement import tree as placement_tree
 from accel_tools.emulator import recorded
 from ironic_accel import discovery
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel.redfish import client as redfish_client
+from ironic_accel.redfish import inventory as redfish_inventory
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "redfish")
@@ -99,9 +100,9 @@ def _read(tree, system):
 @pytest.fixture
 def fast_gateway():
     CONF.set_override("bmc_retries", 0, group="ironic_accel")
-    gateway.clear_cache()
+    redfish_client.clear_cache()
     yield
-    gateway.clear_cache()
+    redfish_client.clear_cache()
     CONF.clear_override("bmc_retries", group="ironic_accel")
 
 
@@ -145,7 +146,7 @@ def test_bmc_without_update_service_reads_inventory(fast_gateway):
     bmc = rbmc.RecordedBMC(tree)
     try:
         node = rbmc.node_for(bmc, system=f"{V1}/Systems/CXL-System")
-        assert gateway.get_firmware_inventory(node) == []
+        assert redfish_inventory.get_firmware_inventory(node) == []
     finally:
         bmc.stop()
 
@@ -156,7 +157,7 @@ def test_update_service_without_actions_reads_firmware(fast_gateway):
     bmc = rbmc.RecordedBMC(tree)
     try:
         node = rbmc.node_for(bmc)
-        members = gateway.get_firmware_inventory(node)
+        members = redfish_inventory.get_firmware_inventory(node)
         assert [m.identity for m in members] == ["GPU1_VBIOS"]
     finally:
         bmc.stop()
@@ -265,8 +266,8 @@ def test_firmware_by_id_convention_needs_one_match():
         _member("Node0.Acc1.VBIOS", "1"), _member("Node0.GPU1.Extra", "2"),
     ]
     procs = [_proc("GPU0", "Node0"), _proc("GPU1", "Node0")]
-    versions = gateway.firmware_versions_by_processor(inventory_members,
-                                                      procs)
+    versions = redfish_inventory.firmware_versions_by_processor(
+        inventory_members, procs)
     # GPU1 is named twice: neither is taken.
     assert versions == {"/Systems/Node0/Processors/GPU0": (
         "/fw/Node0.Acc0.VBIOS", "92.00.19.00.13")}
@@ -276,7 +277,7 @@ def test_related_item_wins_over_id_convention():
     members = [_member("Node0.Acc0.VBIOS", "1"),
                _member("Other", "2", related=["/Systems/Node0/Processors/"
                                                "GPU0"])]
-    versions = gateway.firmware_versions_by_processor(
+    versions = redfish_inventory.firmware_versions_by_processor(
         members, [_proc("GPU0", "Node0")])
     assert versions["/Systems/Node0/Processors/GPU0"][1] == "2"
 
@@ -306,9 +307,9 @@ def test_document_without_addresses_reports_placement_names():
 
 def _read_static(source, system):
     CONF.set_override("bmc_retries", 0, group="ironic_accel")
-    gateway.clear_cache()
+    redfish_client.clear_cache()
     try:
         return copy.deepcopy(_read(_tree(source), system))
     finally:
         CONF.clear_override("bmc_retries", group="ironic_accel")
-        gateway.clear_cache()
+        redfish_client.clear_cache()

@@ -30,7 +30,7 @@ import pytest
 from ironic_accel import discovery
 from ironic_accel import exception as accel_exception
 from ironic_accel import firmware
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel.redfish import client as redfish_client
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 
 SIMPLE_UPDATE = "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate"
@@ -84,12 +84,12 @@ def steps(recorded_bmc, monkeypatch):
     interface = firmware.AccelRedfishFirmware()
     calls = {"errors": [], "resumed": 0, "refreshed": 0}
     monkeypatch.setattr(
-        interface, "_report_step_error",
-        lambda task, msg, traceback=False: calls["errors"].append(msg))
+        firmware, "report_step_error",
+        lambda task, msg: calls["errors"].append(msg))
 
     def resume(task):
         calls["resumed"] += 1
-    monkeypatch.setattr(interface, "_resume_step", resume)
+    monkeypatch.setattr(firmware, "resume_step", resume)
 
     def refresh(task):
         calls["refreshed"] += 1
@@ -303,10 +303,10 @@ def test_polling_resumes_from_persisted_state_after_restart(
     task, _ = _start(steps, recorded_bmc)
     # A new conductor: new interface object, no cached BMC sessions, only
     # what driver_internal_info holds.
-    gateway.clear_cache()
+    redfish_client.clear_cache()
     fresh = firmware.AccelRedfishFirmware()
     resumed = []
-    monkeypatch.setattr(fresh, "_resume_step", resumed.append)
+    monkeypatch.setattr(firmware, "resume_step", resumed.append)
     recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
     _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
 
@@ -432,3 +432,76 @@ def test_aborted_update_cancels_bmc_task_and_stops(steps, recorded_bmc,
     assert outcome in progress["messages"][-1]
     assert ("DELETE", monitor, None) in recorded_bmc.requests
     assert steps.calls["resumed"] == 0
+
+
+def test_simple_update_gets_the_staged_checked_copy_not_the_origin(
+        steps, recorded_bmc, staging_dirs):
+    _accept_update(recorded_bmc)
+    settings = _settings(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc, settings)
+
+    [(_path, body)] = recorded_bmc.posts()
+    assert body["ImageURI"] != settings[0]["url"]
+    assert body["ImageURI"].startswith(CONF.deploy.http_url)
+    staged = staging_dirs[1] / "firmware" / task.node.uuid
+    [name] = [p.name for p in staged.iterdir()]
+    assert body["ImageURI"].endswith("/" + name)
+    digest = settings[0]["checksum"].split(":")[1]
+    assert hashlib.sha256((staged / name).read_bytes()).hexdigest() == digest
+
+    recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
+    _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
+    steps._poll(task)
+    assert not staged.exists()
+    assert not (staging_dirs[0] / task.node.uuid).exists()
+
+
+def test_next_device_fails_before_the_bmc_when_its_image_changed(
+        steps, recorded_bmc, staging_dirs):
+    _accept_update(recorded_bmc)
+    url, checksum = _image(recorded_bmc, "gpu.bin", device_type="GPU",
+                           version="96.00")
+    settings = _settings(recorded_bmc) + [{
+        "accelerator": "gpu0", "url": url, "checksum": checksum,
+        "version": "96.00"}]
+    task, _ = _start(steps, recorded_bmc, settings)
+    # The kept copy is lost (another conductor took the node over) and
+    # the origin now serves something else.
+    for kept in (staging_dirs[0] / task.node.uuid).iterdir():
+        kept.unlink()
+    _image(recorded_bmc, "gpu.bin", device_type="GPU", version="66.6")
+
+    recorded_bmc.answer("GET", TASK, (200, {}, TASKS["completed"]))
+    _set_version(recorded_bmc, FPGA_MEMBER, "2.1.0")
+    with pytest.raises(exception.InvalidParameterValue) as err:
+        steps._poll(task)
+    steps._fail(task, str(err.value))
+
+    assert len(recorded_bmc.posts()) == 1
+    [error] = steps.calls["errors"]
+    assert "checksum mismatch" in error and "nothing was sent" in error
+    assert firmware.STATE_KEY not in task.node.driver_internal_info
+    assert not (staging_dirs[1] / "firmware" / task.node.uuid).exists()
+
+
+def test_an_aborted_step_leaves_no_staged_image(steps, recorded_bmc,
+                                                staging_dirs):
+    _accept_update(recorded_bmc)
+    task, _ = _start(steps, recorded_bmc)
+    staged = staging_dirs[1] / "firmware" / task.node.uuid
+    assert list(staged.iterdir())
+    task.node.provision_state = states.CLEANFAIL
+
+    steps._abandon(task, task.node.driver_internal_info[firmware.STATE_KEY])
+
+    assert not staged.exists()
+    assert not (staging_dirs[0] / task.node.uuid).exists()
+
+
+def test_a_step_with_nothing_to_do_keeps_no_copy(steps, recorded_bmc,
+                                                 staging_dirs):
+    task, result = _start(steps, recorded_bmc,
+                          _settings(recorded_bmc, version="2.0.1"))
+
+    assert result is None
+    assert not (staging_dirs[0] / task.node.uuid).exists()

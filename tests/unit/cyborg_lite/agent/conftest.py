@@ -21,8 +21,10 @@ import sys
 import textwrap
 
 from oslo_config import cfg
+from oslo_privsep import priv_context
 import pytest
 
+from cyborg_lite.agent import privsep
 from cyborg_lite.conf import agent as agent_conf
 from cyborg_lite.conf import clients as clients_conf
 
@@ -94,3 +96,19 @@ def read_calls(calls):
         return []
     with open(calls) as handle:
         return [json.loads(line) for line in handle]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def privsep_daemon():
+    """The agent's privsep daemon, forked from the test process and keeping
+    no capability: the privileged functions really run in it (their
+    arguments and answers cross its channel), and no test needs root.
+
+    NOTE(agent): with capabilities=[] the daemon keeps the test user's own
+    rights, which is all a fake sysfs tree in tmp_path needs.
+    """
+    cfg.CONF.set_override("capabilities", [], group=privsep.CFG_SECTION)
+    privsep.sys_admin_pctxt.start(priv_context.Method.FORK)
+    yield privsep.sys_admin_pctxt
+    privsep.sys_admin_pctxt.stop()
+    cfg.CONF.clear_override("capabilities", group=privsep.CFG_SECTION)

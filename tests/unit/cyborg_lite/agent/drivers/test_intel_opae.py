@@ -104,6 +104,7 @@ def test_program_runs_fpgaconf_with_the_pf_bdf(root, tmp_path):
 def test_fpgaconf_failure_names_tool_exit_code_and_stderr(root, tmp_path):
     tool, _ = fake_tool(tmp_path, "fpgaconf", stderr_file="fpgaconf_fail.txt",
                         exit_code=1)
+    (tmp_path / "x.gbs").write_bytes(b"gbs")
 
     with pytest.raises(exception.ToolFailed) as info:
         _driver(root, tool).program(base.Region("0000:5e:00.0", "0"),
@@ -115,9 +116,25 @@ def test_fpgaconf_failure_names_tool_exit_code_and_stderr(root, tmp_path):
 
 
 def test_missing_fpgaconf_is_a_clear_error(root, tmp_path):
+    (tmp_path / "x.gbs").write_bytes(b"gbs")
     with pytest.raises(exception.ToolNotFound, match="not-installed"):
         _driver(root, str(tmp_path / "not-installed")).program(
             base.Region("0000:5e:00.0", "0"), str(tmp_path / "x.gbs"), None)
+
+
+def test_an_image_outside_the_image_directories_never_crosses(root,
+                                                              tmp_path):
+    tool, calls = fake_tool(tmp_path, "fpgaconf")
+    conf = make_conf(sysfs_root=root, fpgaconf_path=tool,
+                     image_catalog_dir=str(tmp_path / "catalog"),
+                     image_cache_dir=str(tmp_path / "cache"))
+    elsewhere = tmp_path / "nlb3.gbs"
+    elsewhere.write_bytes(b"gbs")
+
+    with pytest.raises(exception.InvalidRequest, match="image directories"):
+        intel_opae.IntelOpaeDriver(conf).program(
+            base.Region("0000:5e:00.0", "0"), str(elsewhere), None)
+    assert read_calls(calls) == []
 
 
 def test_afu_id_to_uuid_keeps_other_ids():

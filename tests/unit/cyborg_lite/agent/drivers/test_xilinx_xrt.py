@@ -59,13 +59,20 @@ def test_discover_parses_xbmgmt_examine(root, tmp_path):
     assert devices[0]["regions"][0]["function_id"] is None
 
 
+def _xclbin(tmp_path):
+    image = tmp_path / "k.xclbin"
+    image.write_bytes(b"xclbin2")
+    return str(image)
+
+
 def test_program_user_region(root, tmp_path):
     tool, calls = _examine_tool(tmp_path)
+    image = _xclbin(tmp_path)
 
-    _driver(root, tool).program(base.Region(U250, "0"), "/i/k.xclbin", "k")
+    _driver(root, tool).program(base.Region(U250, "0"), image, "k")
 
     assert read_calls(calls)[-1] == ["program", "--device", U250, "--user",
-                                     "/i/k.xclbin"]
+                                     image]
 
 
 def test_program_base_region_flashes_an_installed_partition(root,
@@ -98,8 +105,8 @@ if argv[0] == "program":
         fail=f"{DATA}/tools/xbmgmt_program_fail.txt"))
 
     with pytest.raises(exception.ToolFailed) as info:
-        _driver(root, tool).program(base.Region(U250, "0"), "/i/k.xclbin",
-                                    "k")
+        _driver(root, tool).program(base.Region(U250, "0"),
+                                    _xclbin(tmp_path), "k")
 
     message = str(info.value)
     assert "xbmgmt program --device 0000:d8:00.0" in message
@@ -123,6 +130,15 @@ def test_reset_runs_xbmgmt_reset(root, tmp_path):
     _driver(root, tool).reset(base.Region(U250, "0"))
 
     assert read_calls(calls)[-1] == ["reset", "--device", U250, "--force"]
+
+
+def test_a_shell_partition_that_is_a_path_never_crosses(root, tmp_path):
+    tool, calls = _examine_tool(tmp_path)
+
+    with pytest.raises(exception.InvalidRequest, match="partition"):
+        _driver(root, tool).program(base.Region(U250, "base"), None,
+                                    "../../etc/shadow")
+    assert [c[0] for c in read_calls(calls)] == ["examine"]
 
 
 def test_missing_xbmgmt_is_a_clear_error(root, tmp_path):

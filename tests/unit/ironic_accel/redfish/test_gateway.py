@@ -18,7 +18,10 @@ import pytest
 import sushy
 
 from ironic_accel import exception as accel_exception
-from ironic_accel import redfish_gateway as gateway
+from ironic_accel.redfish import fields as redfish_fields
+from ironic_accel.redfish import inventory as redfish_inventory
+from ironic_accel.redfish import tasks as redfish_tasks
+from ironic_accel.redfish import update as redfish_update
 from tests.unit.ironic_accel import recorded_bmc as rbmc
 
 FPGA = "/redfish/v1/Systems/1/Processors/FPGA0"
@@ -32,12 +35,12 @@ def _by_id(processors):
 
 def test_get_accelerator_processors_reads_fpga_object(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
-    procs = _by_id(gateway.get_accelerator_processors(node))
+    procs = _by_id(redfish_inventory.get_accelerator_processors(node))
     assert set(procs) == {"FPGA0", "GPU0"}
     fpga = procs["FPGA0"]
     assert fpga.processor_type == sushy.PROCESSOR_TYPE_FPGA
     assert fpga.firmware_version == "2.0.1"
-    assert fpga.fpga.fpga_type == gateway.FpgaType.DISCRETE
+    assert fpga.fpga.fpga_type == redfish_fields.FpgaType.DISCRETE
     assert fpga.fpga.firmware_id == "PAC-A10-FIM"
     assert [s.slot_id for s in fpga.fpga.reconfiguration_slots] == ["0", "1"]
     assert fpga.slot_functions == {"0": None, "1": None}
@@ -48,7 +51,7 @@ def test_get_accelerator_processors_reads_fpga_object(recorded_bmc):
 def test_slot_functions_read_back_when_programmed(recorded_bmc):
     recorded_bmc.documents.update(rbmc.load("bmc_fpga_programmed.json"))
     node = rbmc.node_for(recorded_bmc)
-    fpga = _by_id(gateway.get_accelerator_processors(node))["FPGA0"]
+    fpga = _by_id(redfish_inventory.get_accelerator_processors(node))["FPGA0"]
     uuids = {slot: f.uuid for slot, f in fpga.slot_functions.items()}
     assert uuids == {"0": "3f3c1b2a-0000-4000-8000-00000000abcd",
                      "1": "3f3c1b2a-0000-4000-8000-00000000abcd"}
@@ -56,8 +59,8 @@ def test_slot_functions_read_back_when_programmed(recorded_bmc):
 
 def test_sushy_client_is_reused_across_calls(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
-    gateway.get_accelerator_processors(node)
-    gateway.get_firmware_inventory(node)
+    redfish_inventory.get_accelerator_processors(node)
+    redfish_inventory.get_firmware_inventory(node)
     roots = [r for r in recorded_bmc.requests
              if r[:2] == ("GET", "/redfish/v1/")]
     assert len(roots) == 1
@@ -65,20 +68,20 @@ def test_sushy_client_is_reused_across_calls(recorded_bmc):
 
 def test_503_is_retried_within_budget(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
-    gateway.get_pcie_devices(node)  # connect first
+    redfish_inventory.get_pcie_devices(node)  # connect first
     doc = recorded_bmc.documents["/redfish/v1/Systems/1"]
     recorded_bmc.answer("GET", "/redfish/v1/Systems/1",
                         (503, {}, None), (503, {}, None), (200, {}, doc))
-    pcie = gateway.get_pcie_devices(node)
+    pcie = redfish_inventory.get_pcie_devices(node)
     assert len(pcie) == 2
 
 
 def test_503_beyond_retry_budget_names_node(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
-    gateway.get_pcie_devices(node)
+    redfish_inventory.get_pcie_devices(node)
     recorded_bmc.answer("GET", "/redfish/v1/Systems/1", (503, {}, None))
     with pytest.raises(accel_exception.BMCUnavailable) as err:
-        gateway.get_accelerator_processors(node)
+        redfish_inventory.get_accelerator_processors(node)
     assert node.uuid in str(err.value)
     assert "3 attempts" in str(err.value)
 
@@ -87,29 +90,29 @@ def test_connection_refused_is_bmc_unavailable(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.stop()
     with pytest.raises(accel_exception.BMCUnavailable) as err:
-        gateway.get_accelerator_processors(node)
+        redfish_inventory.get_accelerator_processors(node)
     assert node.uuid in str(err.value)
 
 
 def test_missing_resource_names_node(recorded_bmc):
     node = rbmc.node_for(recorded_bmc, system="/redfish/v1/Systems/9")
     with pytest.raises(accel_exception.AcceleratorBMCError) as err:
-        gateway.get_accelerator_processors(node)
+        redfish_inventory.get_accelerator_processors(node)
     assert not isinstance(err.value, accel_exception.BMCUnavailable)
     assert node.uuid in str(err.value)
 
 
 def test_firmware_inventory_is_read_fresh(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
-    versions = gateway.firmware_versions_by_processor(
-        gateway.get_firmware_inventory(node))
+    versions = redfish_inventory.firmware_versions_by_processor(
+        redfish_inventory.get_firmware_inventory(node))
     assert versions[FPGA] == (
         "/redfish/v1/UpdateService/FirmwareInventory/1-FPGA0", "2.0.1")
     member = "/redfish/v1/UpdateService/FirmwareInventory/1-FPGA0"
     recorded_bmc.documents[member] = dict(
         recorded_bmc.documents[member], Version="2.1.0")
-    versions = gateway.firmware_versions_by_processor(
-        gateway.get_firmware_inventory(node))
+    versions = redfish_inventory.firmware_versions_by_processor(
+        redfish_inventory.get_firmware_inventory(node))
     assert versions[FPGA][1] == "2.1.0"
 
 
@@ -119,7 +122,7 @@ def test_simple_update_posts_image_and_target(recorded_bmc):
         "POST", "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
         (202, {"Location": MONITOR}, TASKS["running"]))
     target = "/redfish/v1/UpdateService/FirmwareInventory/1-FPGA0"
-    monitor = gateway.simple_update(node, "fpga0", "http://img/fw.bin",
+    monitor = redfish_update.simple_update(node, "fpga0", "http://img/fw.bin",
                                     target)
     # NOTE: sushy follows the Task's @odata.id; that URI answers 202 while
     # the task runs.
@@ -135,7 +138,7 @@ def test_simple_update_retries_503_then_fails_naming_device(recorded_bmc):
         "POST", "/redfish/v1/UpdateService/Actions/UpdateService.SimpleUpdate",
         (503, {}, None))
     with pytest.raises(accel_exception.BMCUnavailable) as err:
-        gateway.simple_update(node, "fpga0", "https://img/fw.bin", FPGA)
+        redfish_update.simple_update(node, "fpga0", "https://img/fw.bin", FPGA)
     assert "fpga0" in str(err.value)
     assert len(recorded_bmc.posts()) == 3
 
@@ -144,7 +147,7 @@ def test_poll_task_running_with_digit_retry_after(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.answer("GET", MONITOR,
                         (202, {"Retry-After": "3"}, TASKS["running"]))
-    status = gateway.poll_task(node, "fpga0", MONITOR)
+    status = redfish_tasks.poll_task(node, "fpga0", MONITOR)
     assert status.running
     assert (status.state, status.percent, status.retry_after) == (
         "Running", 50, 3.0)
@@ -156,14 +159,14 @@ def test_poll_task_running_with_date_retry_after(recorded_bmc):
     when = email.utils.formatdate(time.time() + 30, usegmt=True)
     recorded_bmc.answer("GET", MONITOR,
                         (202, {"Retry-After": when}, TASKS["running"]))
-    status = gateway.poll_task(node, "fpga0", MONITOR)
+    status = redfish_tasks.poll_task(node, "fpga0", MONITOR)
     assert 20 < status.retry_after <= 30
 
 
 def test_poll_task_completed(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.answer("GET", MONITOR, (200, {}, TASKS["completed"]))
-    status = gateway.poll_task(node, "fpga0", MONITOR)
+    status = redfish_tasks.poll_task(node, "fpga0", MONITOR)
     assert not status.running and status.succeeded
     assert status.percent == 100
 
@@ -172,14 +175,14 @@ def test_poll_task_202_without_body_then_task_uri_202_running(recorded_bmc):
     # A task URI that answers 202 while running: the state inside counts.
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.answer("GET", MONITOR, (202, {}, TASKS["running"]))
-    status = gateway.poll_task(node, "fpga0", MONITOR)
+    status = redfish_tasks.poll_task(node, "fpga0", MONITOR)
     assert status.running and not status.succeeded
 
 
 def test_poll_task_exception_is_not_success(recorded_bmc):
     node = rbmc.node_for(recorded_bmc)
     recorded_bmc.answer("GET", MONITOR, (200, {}, TASKS["exception"]))
-    status = gateway.poll_task(node, "fpga0", MONITOR)
+    status = redfish_tasks.poll_task(node, "fpga0", MONITOR)
     assert not status.running and not status.succeeded
     assert status.state == "Exception"
     assert "flash write error" in status.messages[-1]
@@ -190,12 +193,12 @@ def test_completed_task_with_critical_status_is_not_success(recorded_bmc):
     task = copy.deepcopy(TASKS["completed"])
     task["TaskStatus"] = "Critical"
     recorded_bmc.answer("GET", MONITOR, (200, {}, task))
-    assert not gateway.poll_task(node, "fpga0", MONITOR).succeeded
+    assert not redfish_tasks.poll_task(node, "fpga0", MONITOR).succeeded
 
 
 def test_transfer_protocol_rejects_unknown_scheme():
     with pytest.raises(Exception) as err:
-        gateway.transfer_protocol("gopher://x/fw.bin")
+        redfish_update.transfer_protocol("gopher://x/fw.bin")
     assert "gopher" in str(err.value)
 
 
@@ -210,5 +213,20 @@ def test_one_client_serves_each_nodes_own_system(recorded_bmc):
     first = rbmc.node_for(recorded_bmc)
     second = rbmc.node_for(recorded_bmc, system="/redfish/v1/Systems/2",
                            uuid="9a1f7ac4-5e0c-4a38-9d6e-6f3a2f3c1d2e")
-    assert len(gateway.get_accelerator_processors(first)) == 2
-    assert gateway.get_accelerator_processors(second) == []
+    assert len(redfish_inventory.get_accelerator_processors(first)) == 2
+    assert redfish_inventory.get_accelerator_processors(second) == []
+
+
+def test_a_post_meeting_a_refused_connection_is_not_repeated(recorded_bmc):
+    """The BMC may have acted on a POST whose answer got lost: it fails at
+    once, naming the device, instead of being sent again."""
+    node = rbmc.node_for(recorded_bmc)
+    redfish_inventory.get_pcie_devices(node)  # a cached session
+    recorded_bmc.stop()
+
+    with pytest.raises(accel_exception.AcceleratorBMCError) as err:
+        redfish_update.simple_update(node, "fpga0", "https://img/fw.bin",
+                                     FPGA)
+    assert not isinstance(err.value, accel_exception.BMCUnavailable)
+    assert "fpga0" in str(err.value)
+    assert "attempts" not in str(err.value)

@@ -1,0 +1,71 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What the host agent does with privilege, behind oslo.privsep.
+
+As in Nova (``nova/privsep``) and Cyborg (``cyborg/privsep``), the agent
+runs as its own unprivileged user and only the functions of this package
+run privileged, in a privsep daemon that keeps just the capabilities they
+need:
+
+* :mod:`.mdev`: create and remove a mediated device (sysfs writes);
+* :mod:`.fpga`: ``fpgaconf`` and ``xbmgmt program|reset`` on one
+  device.
+
+Every argument is checked twice, by :mod:`.checks`: on the agent's side
+before it crosses, and again in the daemon, which trusts nothing the agent
+sends (a PCI address is a PCI address, an mdev type is one its parent
+lists, an image lies under the agent's image directories, a tool is the
+named tool and owned by the daemon's user or root).
+
+The daemon is started with ``sudo`` and oslo.rootwrap the way Nova
+documents (see doc/source/admin/security.rst), configured in the
+``[cyborg_lite_agent_privileged]`` section oslo.privsep reads
+(``helper_command``, ``user``, ``group``, ``capabilities``).
+"""
+
+from oslo_config import cfg
+from oslo_privsep import capabilities
+from oslo_privsep import priv_context
+
+#: The configuration section oslo.privsep reads for this context.
+CFG_SECTION = "cyborg_lite_agent_privileged"
+
+#: CAP_DAC_OVERRIDE: write root-owned sysfs attributes (mdev create and
+#: remove) and open the FPGA device nodes the tools use; CAP_SYS_ADMIN:
+#: partial reconfiguration and the PCI hot reset of ``xbmgmt reset``.
+CAPABILITIES = [capabilities.CAP_DAC_OVERRIDE, capabilities.CAP_SYS_ADMIN]
+
+sys_admin_pctxt = priv_context.PrivContext(
+    "cyborg_lite",
+    cfg_section=CFG_SECTION,
+    pypath=__name__ + ".sys_admin_pctxt",
+    capabilities=CAPABILITIES,
+)
+
+
+def setup(conf):
+    """Let oslo.privsep read the agent's configuration files.
+
+    oslo.privsep reads its options (``[cyborg_lite_agent_privileged]``)
+    from the global ``cfg.CONF``, and passes its configuration files to
+    ``privsep-helper``; the agent parses its own ConfigOpts, whose files
+    are handed on here. Call once, after ``conf`` is parsed and before
+    any privileged call.
+    """
+    args = []
+    for path in conf.config_file or []:
+        args += ["--config-file", path]
+    for path in conf.config_dir or []:
+        args += ["--config-dir", path]
+    cfg.CONF(args, project="cyborg_lite", default_config_files=[],
+             default_config_dirs=[])
