@@ -49,5 +49,15 @@ class PlacementError(AccelCommonError):
 
     @property
     def is_conflict(self):
-        """True for a generation conflict worth a re-read and retry."""
-        return self.status == 409 and self.code == CONCURRENT_UPDATE
+        """True for a generation conflict worth a re-read and retry.
+
+        Placement 16 also answers 500 to a generation-checked write of a
+        provider's traits or inventories when a concurrent write of the same
+        provider wins the race inside its transaction
+        (``ResourceProviderConcurrentUpdateDetected`` escapes as a server
+        error); a re-read and retry is the right answer to that too.
+        """
+        if self.status == 409:
+            return self.code == CONCURRENT_UPDATE
+        return (self.status == 500 and self.method == "PUT"
+                and self.url.endswith(("/traits", "/inventories")))

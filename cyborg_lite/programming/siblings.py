@@ -166,8 +166,14 @@ class SiblingMover:
                "consumer_generation": body.get("consumer_generation"),
                "project_id": body["project_id"],
                "user_id": body["user_id"]}
-        if body.get("consumer_type"):
-            new["consumer_type"] = body["consumer_type"]
+        # NOTE(cyborg_lite): Nova 34 writes its allocations at microversion
+        # 1.36, so Placement reads their type back as "unknown", which a PUT
+        # at 1.38 and later (this client's) refuses with 400; the consumer
+        # is an instance.
+        consumer_type = body.get("consumer_type")
+        new["consumer_type"] = (consumer_type if consumer_type
+                                and consumer_type != "unknown"
+                                else "INSTANCE")
         try:
             client.put_consumer_allocations(consumer, new)
         except common_exception.PlacementError as error:

@@ -72,12 +72,13 @@ class Host:
                 for rps in request["mappings"].values() for rp in rps}
 
     def allocate(self, instance, rp_uuid):
-        """Nova's scheduler claiming one FPGA of ``rp_uuid``."""
+        """Nova's scheduler claiming one FPGA of ``rp_uuid``, at the
+        microversion Nova 34 claims with (no consumer type)."""
         response = self.conn.placement.put(
-            f"/allocations/{instance}", microversion=MV, json={
+            f"/allocations/{instance}", microversion="1.36", json={
                 "allocations": {rp_uuid: {"resources": {"FPGA": 1}}},
                 "consumer_generation": None, "project_id": "p1",
-                "user_id": "nova", "consumer_type": "INSTANCE"})
+                "user_id": "nova"})
         assert response.status_code == 204, response.text
 
     def allocated(self, instance):

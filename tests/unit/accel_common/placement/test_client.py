@@ -45,6 +45,24 @@ def test_other_409_is_not_retried():
     assert not error.is_conflict
 
 
+def test_a_500_to_a_generation_checked_write_is_retried():
+    # Placement 16 lets ResourceProviderConcurrentUpdateDetected escape as a
+    # 500 when two PUTs of one provider's traits race (seen under a storm of
+    # real Nova boots).
+    body = {"errors": [{"status": 500, "detail": "server error"}]}
+    assert exception.PlacementError(
+        "PUT", "/resource_providers/x/traits", _response(500, body)
+    ).is_conflict
+    assert exception.PlacementError(
+        "PUT", "/resource_providers/x/inventories", _response(500, body)
+    ).is_conflict
+    assert not exception.PlacementError(
+        "PUT", "/allocations/x", _response(500, body)).is_conflict
+    assert not exception.PlacementError(
+        "GET", "/resource_providers/x/traits", _response(500, body)
+    ).is_conflict
+
+
 def test_non_json_error_keeps_the_text():
     error = exception.PlacementError("GET", "/x",
                                      _response(502, "bad gateway"))
