@@ -15,9 +15,15 @@
 The reporter (ironic_accel) writes ``total == max_unit ==`` 1 for a region
 whose document lists no handles, and keeps an existing total while the
 document still lists none. Once cyborg_lite's agent discovered the
-region's handles, :func:`offer_handles` raises ``total`` and ``max_unit``
-of the region's provider to the handle count, generation-checked, never
-below what is allocated, with ``reserved`` clamped to the new total.
+region's handles, :func:`offer_handles` sets ``total`` and ``max_unit``
+of the region's provider to the handle count, generation-checked, with
+``reserved`` clamped to the new total. Never more: Placement must not offer
+more of a region than cyborg_lite can bind. When more is allocated than
+there are handles (an instance in ERROR keeps its allocation, a handle went
+away), Placement is left over capacity, which it allows and which refuses
+new allocations until enough are freed; keeping ``total`` at what was
+allocated would offer a handle that does not exist once the allocation
+without a handle is freed.
 Providers the reporter has not created yet are left alone: their existence
 is the reporter's.
 """
@@ -36,8 +42,8 @@ UNCHANGED = "unchanged"
 ABSENT = "absent"
 
 
-def _wanted(record, count, used):
-    total = max(count, used)
+def _wanted(record, count):
+    total = count
     want = dict(record, total=total, max_unit=total)
     want["reserved"] = min(record.get("reserved", 0), total)
     return want
@@ -62,16 +68,15 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
         record = inventories.get(resource_class)
         if record is None:
             return ABSENT
-        # NOTE(accel): read after the inventory: a new allocation bumps the
-        # generation, so the write below fails instead of going under it.
-        used = client.usages(rp_uuid).get(resource_class, 0)
-        want = _wanted(record, count, used)
+        want = _wanted(record, count)
         if all(record.get(k) == v for k, v in want.items()):
             return UNCHANGED
+        used = client.usages(rp_uuid).get(resource_class, 0)
         if used > count:
             LOG.warning("Provider %s: %d %s allocated but %d attach "
-                        "handle(s) found; total kept at %d", rp_uuid, used,
-                        resource_class, count, used)
+                        "handle(s) found; it stays over capacity until "
+                        "allocations are freed", rp_uuid, used,
+                        resource_class, count)
         client.set_inventories(rp_uuid, generation,
                                dict(inventories, **{resource_class: want}))
         LOG.info("Provider %s: %s total %s -> %s (attach handles "
