@@ -18,7 +18,7 @@ from oslo_config import cfg
 from oslo_middleware import opts as middleware_opts
 
 default_opts = [
-    cfg.StrOpt("auth_strategy", default="noauth",
+    cfg.StrOpt("auth_strategy", default="keystone",
                choices=[("noauth", "trust the X-Project-Id, X-User-Id, "
                                    "X-Roles and X-Service-Roles headers, as "
                                    "real Cyborg does behind a disabled "
@@ -27,7 +27,11 @@ default_opts = [
                         ("keystone", "validate tokens with "
                                      "keystonemiddleware (configure "
                                      "[keystone_authtoken])")],
-               help="How API requests are authenticated."),
+               help="How API requests are authenticated. Keystone by "
+                    "default, as Nova, Placement and Cyborg: noauth trusts "
+                    "whatever identity headers a client sends, so it is "
+                    "chosen explicitly, for a trusted network or a "
+                    "standalone host."),
 ]
 
 api_opts = [
@@ -67,13 +71,16 @@ noauth_opts = [
                help="With auth_strategy=noauth, the project a request "
                     "without identity headers acts as. Only for trusted "
                     "networks and standalone hosts."),
-    cfg.ListOpt("default_roles", default=["admin", "member", "reader"],
+    cfg.ListOpt("default_roles", default=[],
                 help="With auth_strategy=noauth, the roles of a request "
-                     "without identity headers."),
-    cfg.ListOpt("default_service_roles", default=["service"],
+                     "without identity headers. Empty by default: such a "
+                     "request may read only what policy grants to anyone; "
+                     "a standalone host sets e.g. admin,member,reader."),
+    cfg.ListOpt("default_service_roles", default=[],
                 help="With auth_strategy=noauth, the service-token roles "
-                     "of a request without identity headers, so a "
-                     "standalone operator can bind and unbind."),
+                     "of a request without identity headers. Empty by "
+                     "default; a standalone operator who binds and unbinds "
+                     "by hand sets service."),
 ]
 
 def register_opts(conf):
