@@ -19,10 +19,14 @@ import re
 from urllib import parse
 
 import flask
+from oslo_log import log as logging
 from webob import exc as webob_exc
+from werkzeug import exceptions as http_exceptions
 
 from cyborg_lite import exception
 from cyborg_lite.api import validation
+
+LOG = logging.getLogger(__name__)
 
 #: where the API is mounted besides the root (as devstack mounts Cyborg).
 PREFIX = "/accelerator"
@@ -175,14 +179,18 @@ def json_body():
         # [oslo_middleware] max_request_body_size while being read.
         raise exception.RequestTooLarge(
             limit=services().conf.oslo_middleware.max_request_body_size)
-    except (OSError, ValueError) as error:
-        # NOTE(cyborg_lite): the WSGI server failed to read what the client
-        # sent: a malformed chunked encoding (gunicorn's InvalidChunkSize,
-        # werkzeug's "Invalid chunk header"), a body shorter than its
-        # Content-Length, a connection reset.
-        raise exception.Invalid(
-            reason=f"the request body could not be read: "
-                   f"{str(error) or type(error).__name__}")
+    except http_exceptions.HTTPException:
+        raise  # werkzeug's own answer (a client that disconnected: 400)
+    except Exception as error:
+        # NOTE(cyborg_lite): anything the WSGI server's input stream raises
+        # is what the client sent failing to arrive: a malformed chunked
+        # encoding (gunicorn's InvalidChunkSize, werkzeug's "Invalid chunk
+        # header"), a body shorter than its Content-Length, a reset. Each
+        # server raises its own classes, so none is named here.
+        reason = (f"the request body could not be read: "
+                  f"{str(error) or type(error).__name__}")
+        LOG.info("%s", reason)
+        raise exception.Invalid(reason=reason)
     if not raw:
         raise exception.Invalid(reason="the body must be JSON")
     return validation.decode_body(raw)
