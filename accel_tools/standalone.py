@@ -46,3 +46,12 @@ def ini_sections():
                              else str(value))
                       for name, value in values.items()}
             for section, values in SETTINGS.items()}
+
+
+def ini_text():
+    """:data:`SETTINGS` as configuration-file text, to append to a file
+    (oslo.config merges a section given twice)."""
+    return "".join(
+        f"[{section}]\n" + "".join(f"{name} = {value}\n"
+                                   for name, value in values.items())
+        for section, values in ini_sections().items())

@@ -47,10 +47,10 @@ def version():
     return flask.g.version
 
 
-#: a Host header: a DNS name or IPv4 address, or a bracketed IPv6
-#: address, and an optional port.
+#: a Host header: a DNS name (a trailing dot allowed) or IPv4 address, or
+#: a bracketed IPv6 address, and an optional port.
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9._-]*"
-                   r"[A-Za-z0-9])?)(:[0-9]{1,5})?")
+                   r"[A-Za-z0-9])?\.?)(:[0-9]{1,5})?")
 
 
 def check_host():

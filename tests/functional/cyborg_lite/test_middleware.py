@@ -129,6 +129,15 @@ def test_a_malformed_host_is_400(cyborg, host):
     assert "is not a host name" in _fault(response)
 
 
+@pytest.mark.parametrize("host", ["cyborg.example.org:6666",
+                                  "cyborg.example.org.", "192.0.2.1",
+                                  "[2001:db8::1]:6666", "localhost"])
+def test_well_formed_hosts_are_served(cyborg, host):
+    response = cyborg.client.get(DPS, headers={**MEMBER, "Host": host})
+
+    assert response.status_code == 200
+
+
 def test_proxy_headers_are_ignored_unless_trusted(make):
     forwarded = {"X-Forwarded-Proto": "https",
                  "X-Forwarded-Host": "api.example.org",
