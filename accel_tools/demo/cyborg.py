@@ -28,6 +28,7 @@ import os
 from keystoneauth1 import loading as ks_loading
 
 from accel_tools import devserver
+from accel_tools import standalone
 from accel_tools.demo import example_inventory
 from accel_tools.embedded import placement as placement_launcher
 from cyborg_lite import service
@@ -52,6 +53,7 @@ def start(directory, log_file, host, function_id, placement_url,
     conf = service.new_conf()
     service.prepare([], conf=conf, default_config_files=[],
                     setup_logging=False)
+    standalone.apply(conf)
     sets = {
         ("DEFAULT", "state_path"): directory,
         ("database", "connection"):

@@ -24,6 +24,7 @@ import sys
 import uuid
 
 from accel_tools import devserver
+from accel_tools import standalone as standalone_settings
 from accel_tools.demo import identities
 from accel_tools.demo import output
 from cyborg_lite import service
@@ -40,6 +41,7 @@ def run(state_dir, inventory_path):
     conf = service.new_conf()
     service.prepare([], conf=conf, default_config_files=[],
                     setup_logging=False)
+    standalone_settings.apply(conf)
     conf.set_override("state_path", os.path.abspath(state_dir))
     db = db_engine.Database.from_conf(conf)
     db.sync()

@@ -18,7 +18,6 @@ import typing
 
 import flask
 from oslo_log import log as logging
-from oslo_middleware import sizelimit
 
 from cyborg_lite import context as context_mod
 from cyborg_lite import exception
@@ -27,8 +26,8 @@ from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import policy
 from cyborg_lite.api import common
 from cyborg_lite.api import errors
-from cyborg_lite.api import health
 from cyborg_lite.api import microversion
+from cyborg_lite.api import middleware
 from cyborg_lite.api import routes
 from cyborg_lite.api import validation
 from cyborg_lite.conf import api as api_conf
@@ -97,6 +96,7 @@ def _before_request():
         flask.g.version = microversion.parse(
             flask.request.headers.get(microversion.HEADER))
     validation.check_path(flask.request.view_args)
+    common.check_host()
     if path not in _NO_DATABASE:
         problem = svc.schema.problem()
         if problem is not None:
@@ -109,23 +109,6 @@ def _after_request(response):
                 flask.g.get("version")).items():
             response.headers[name] = value
     return response
-
-
-def _keystone(app, conf):
-    """Wrap ``app`` in keystonemiddleware, leaving the version documents
-    public so keystoneauth discovery works before authenticating."""
-    from keystonemiddleware import auth_token
-
-    protected = auth_token.AuthProtocol(app.wsgi_app,
-                                        {"oslo_config_config": conf})
-    public = app.wsgi_app
-
-    def dispatch(environ, start_response):
-        if environ.get("PATH_INFO", "/") in PUBLIC_PATHS:
-            return public(environ, start_response)
-        return protected(environ, start_response)
-
-    return dispatch
 
 
 #: create_app's default: build the Programmer from the configuration.
@@ -183,11 +166,9 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         app.register_blueprint(blueprint, url_prefix=common.PREFIX,
                                name=f"{blueprint.name}_accelerator")
 
-    if conf.auth_strategy == "keystone":
-        app.wsgi_app = _keystone(app, conf)
-    # [oslo_middleware] max_request_body_size: 413 before a worker reads a
-    # larger body.
-    app.wsgi_app = sizelimit.RequestBodySizeLimiter(app.wsgi_app, conf)
-    app.wsgi_app = health.wrap(app.wsgi_app, conf,
-                               app.extensions["cyborg_lite"])
+    # The WSGI middleware (request id, proxy headers, CORS, /healthcheck,
+    # body size limit, Keystone) is listed in cyborg_lite.api.middleware.
+    app.wsgi_app = middleware.wrap(app.wsgi_app, conf,
+                                   app.extensions["cyborg_lite"],
+                                   PUBLIC_PATHS)
     return app

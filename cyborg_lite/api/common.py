@@ -15,13 +15,18 @@
 microversion, query parameters, links and timestamps."""
 
 import datetime
+import re
 from urllib import parse
 
 import flask
+from oslo_log import log as logging
 from webob import exc as webob_exc
+from werkzeug import exceptions as http_exceptions
 
 from cyborg_lite import exception
 from cyborg_lite.api import validation
+
+LOG = logging.getLogger(__name__)
 
 #: where the API is mounted besides the root (as devstack mounts Cyborg).
 PREFIX = "/accelerator"
@@ -42,12 +47,45 @@ def version():
     return flask.g.version
 
 
+#: a Host header: a DNS name (a trailing dot allowed) or IPv4 address, or
+#: a bracketed IPv6 address, and an optional port.
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9._-]*"
+                   r"[A-Za-z0-9])?\.?)(:[0-9]{1,5})?")
+
+
+def check_host():
+    """:raises Invalid: when the request's host (its Host header, or the
+    one a trusted proxy forwarded) is not a host name, which links would
+    otherwise carry (RFC 9112 §3.2: a server answers 400)."""
+    host = flask.request.host
+    if not _HOST.fullmatch(host):
+        raise exception.Invalid(
+            reason=f"the Host header {host[:100]!r} is not a host name")
+
+
+def _mounted_by_prefix():
+    return (flask.request.blueprint or "").endswith("_accelerator")
+
+
 def base_url():
-    """Where this request's API is mounted, e.g. ``http://h/accelerator``."""
-    prefix = PREFIX if (flask.request.blueprint or "").endswith(
-        "_accelerator") else ""
-    return flask.request.host_url.rstrip("/") + flask.request.script_root \
-        + prefix
+    """Where this request's API is mounted, e.g. ``http://h/accelerator``:
+    ``[api] public_endpoint`` when set, else the request's own URL (scheme,
+    host and script name as oslo.middleware's HTTPProxyToWSGI left them,
+    the host checked by :func:`check_host`)."""
+    public = services().conf.api.public_endpoint
+    if public:
+        return public.rstrip("/")
+    prefix = PREFIX if _mounted_by_prefix() else ""
+    return (f"{flask.request.scheme}://{flask.request.host}"
+            f"{flask.request.script_root}{prefix}")
+
+
+def request_url():
+    """This request's URL (without query) under :func:`base_url`."""
+    path = flask.request.path
+    if _mounted_by_prefix():
+        path = path[len(PREFIX):]
+    return base_url() + path
 
 
 def link(collection, uuid, bookmark=False):
@@ -121,7 +159,7 @@ def listing(key, page, items):
             if name != "marker"}
     args["marker"] = marker
     args.setdefault("limit", str(len(page)))
-    href = f"{flask.request.base_url}?{parse.urlencode(args)}"
+    href = f"{request_url()}?{parse.urlencode(args)}"
     body[f"{key}_links"] = [{"rel": "next", "href": href}]
     response = flask.jsonify(body)
     response.headers["Link"] = f'<{href}>; rel="next"'
@@ -141,6 +179,18 @@ def json_body():
         # [oslo_middleware] max_request_body_size while being read.
         raise exception.RequestTooLarge(
             limit=services().conf.oslo_middleware.max_request_body_size)
+    except http_exceptions.HTTPException:
+        raise  # werkzeug's own answer (a client that disconnected: 400)
+    except Exception as error:
+        # NOTE(cyborg_lite): anything the WSGI server's input stream raises
+        # is what the client sent failing to arrive: a malformed chunked
+        # encoding (gunicorn's InvalidChunkSize, werkzeug's "Invalid chunk
+        # header"), a body shorter than its Content-Length, a reset. Each
+        # server raises its own classes, so none is named here.
+        reason = (f"the request body could not be read: "
+                  f"{str(error) or type(error).__name__}")
+        LOG.info("%s", reason)
+        raise exception.Invalid(reason=reason)
     if not raw:
         raise exception.Invalid(reason="the body must be JSON")
     return validation.decode_body(raw)

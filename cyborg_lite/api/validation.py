@@ -25,12 +25,20 @@ and no database meets a value it cannot store:
 - integers outside signed 64 bits, and NaN or infinities, are refused;
 - :func:`integer_id` (:func:`cyborg_lite.db.engine.integer_id`) reads ids
   made of ASCII digits only (``"²"`` is a digit to ``str.isdigit()`` but
-  not to ``int()``) within 64 bits.
+  not to ``int()``) within 64 bits, and refuses more digits than a 64-bit
+  integer has before converting them (Python refuses to convert more than
+  4,300 digits at all);
+- :func:`check_fits` bounds a string by the column that stores it, counted
+  as the strictest database counts (characters in a VARCHAR, UTF-8 bytes in
+  MariaDB's TEXT), so what is accepted at creation can be stored and used
+  later on every database.
 """
 
 import json
 import math
 import re
+
+import sqlalchemy as sa
 
 from cyborg_lite import exception
 from cyborg_lite.db import engine as db_engine
@@ -147,5 +155,38 @@ def check_path(values):
             check_string(f"path {name}", value)
 
 
-#: re-exported: ids are read in one place, next to is_uuid_like.
-integer_id = db_engine.integer_id
+#: digits of the largest 64-bit integer: a longer run of digits (leading
+#: zeros aside) is out of range without converting it.
+INT64_DIGITS = len(str(INT64_MAX))
+#: what MariaDB's TEXT holds, in bytes (PostgreSQL and sqlite hold more).
+TEXT_BYTES = 65535
+
+
+def integer_id(value):
+    """``value`` as a 64-bit integer id, or None when it is not one
+    (:func:`cyborg_lite.db.engine.integer_id`); a string of more digits
+    than a 64-bit integer has is None without being converted."""
+    if isinstance(value, str) and len(value.lstrip("0")) > INT64_DIGITS:
+        return None
+    return db_engine.integer_id(value)
+
+
+def column_limit(column):
+    """``(limit, unit)`` of what ``column`` (a model attribute) stores, as
+    the strictest of the three databases counts it: a VARCHAR(n) holds n
+    characters everywhere; a TEXT holds 65,535 bytes on MariaDB."""
+    kind = column.type
+    if isinstance(kind, sa.String) and kind.length:
+        return kind.length, "characters"
+    return TEXT_BYTES, "bytes"
+
+
+def check_fits(where, text, column):
+    """:raises Invalid: when ``text`` is longer than ``column`` stores,
+    saying the limit and its unit."""
+    limit, unit = column_limit(column)
+    size = len(text) if unit == "characters" else len(text.encode("utf-8"))
+    if size > limit:
+        raise exception.Invalid(
+            reason=f"{where}: {size} {unit}, longer than the {limit} "
+                   f"{unit} the database stores")

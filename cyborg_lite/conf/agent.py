@@ -14,9 +14,10 @@
 
 ``[DEFAULT] transport_url`` and ``control_exchange`` are oslo.messaging's own
 options (published by oslo-config-generator's ``oslo.messaging`` namespace);
-:func:`register_opts` registers them through oslo.messaging and makes the
-in-process transport (``fake://``) the default, so a single API process runs
-with its agent embedded and no message broker.
+:func:`register_opts` registers them through oslo.messaging and keeps
+oslo.messaging's default (a broker). The in-process transport (``fake://``,
+API and agent in one process, no broker) and the ``sim`` driver are for a
+standalone host, the demo and the tests, which set them explicitly.
 """
 
 import importlib
@@ -41,11 +42,13 @@ agent_opts = [
              "so the API finds the agent of the host an instance lands on."),
     cfg.ListOpt(
         "enabled_drivers",
-        default=["sim"],
+        default=[],
         help="Accelerator drivers this agent loads (entry points of the "
-             "cyborg_lite.drivers group): sim, intel_opae, xilinx_xrt, "
-             "nvidia_mdev. Each device is served by the first driver that "
-             "discovers it."),
+             "cyborg_lite.drivers group): intel_opae, xilinx_xrt, "
+             "nvidia_mdev, or sim (simulated devices, for the demo and "
+             "tests). Each device is served by the first driver that "
+             "discovers it. None by default: the drivers are those of the "
+             "host's hardware, named by the deployer."),
     cfg.IntOpt(
         "rpc_timeout",
         default=30, min=1,
@@ -147,7 +150,6 @@ def register_opts(conf):
         except (ImportError, AttributeError):
             continue
         conf.register_opts(opts, group=name)
-    conf.set_default("transport_url", EMBEDDED_TRANSPORT_URL)
     conf.set_default("control_exchange", "cyborg_lite")
 
 

@@ -15,10 +15,11 @@
 from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
 from oslo_config import cfg
+from oslo_middleware import cors
 from oslo_middleware import opts as middleware_opts
 
 default_opts = [
-    cfg.StrOpt("auth_strategy", default="noauth",
+    cfg.StrOpt("auth_strategy", default="keystone",
                choices=[("noauth", "trust the X-Project-Id, X-User-Id, "
                                    "X-Roles and X-Service-Roles headers, as "
                                    "real Cyborg does behind a disabled "
@@ -27,7 +28,11 @@ default_opts = [
                         ("keystone", "validate tokens with "
                                      "keystonemiddleware (configure "
                                      "[keystone_authtoken])")],
-               help="How API requests are authenticated."),
+               help="How API requests are authenticated. Keystone by "
+                    "default, as Nova, Placement and Cyborg: noauth trusts "
+                    "whatever identity headers a client sends, so it is "
+                    "chosen explicitly, for a trusted network or a "
+                    "standalone host."),
 ]
 
 api_opts = [
@@ -49,6 +54,16 @@ api_opts = [
                      "service_token_roles instead. When set, it must equal "
                      "that option (the service refuses to start "
                      "otherwise)."),
+    cfg.URIOpt("public_endpoint", schemes=["http", "https"],
+               help="The URL clients reach this API at, up to but not "
+                    "including /v2 (e.g. https://cloud.example.org:6666 or "
+                    "https://cloud.example.org/accelerator): every link "
+                    "(self, bookmark, next, the version documents) starts "
+                    "with it. Unset: links are built from the request, "
+                    "after [oslo_middleware] enable_proxy_headers_parsing "
+                    "applied a proxy's headers; a malformed Host header is "
+                    "refused. Set it in production, so no link depends on "
+                    "what a client sends."),
     cfg.IntOpt("max_limit", default=1000, min=1,
                help="Largest page a list request returns; a larger "
                     "'limit' is cut down to this. A full page carries a "
@@ -67,13 +82,16 @@ noauth_opts = [
                help="With auth_strategy=noauth, the project a request "
                     "without identity headers acts as. Only for trusted "
                     "networks and standalone hosts."),
-    cfg.ListOpt("default_roles", default=["admin", "member", "reader"],
+    cfg.ListOpt("default_roles", default=[],
                 help="With auth_strategy=noauth, the roles of a request "
-                     "without identity headers."),
-    cfg.ListOpt("default_service_roles", default=["service"],
+                     "without identity headers. Empty by default: such a "
+                     "request may read only what policy grants to anyone; "
+                     "a standalone host sets e.g. admin,member,reader."),
+    cfg.ListOpt("default_service_roles", default=[],
                 help="With auth_strategy=noauth, the service-token roles "
-                     "of a request without identity headers, so a "
-                     "standalone operator can bind and unbind."),
+                     "of a request without identity headers. Empty by "
+                     "default; a standalone operator who binds and unbinds "
+                     "by hand sets service."),
 ]
 
 def register_opts(conf):
@@ -86,9 +104,28 @@ def register_opts(conf):
     # from the keystonemiddleware.auth_token namespace.
     for group, opts in auth_token.list_opts():
         conf.register_opts(opts, group=group)
-    for group, opts in (middleware_opts.list_opts_healthcheck()
-                        + middleware_opts.list_opts_sizelimit()):
+    _set_cors_defaults()
+    for group, opts in _middleware_opts():
         conf.register_opts(opts, group=group)
+
+
+def _set_cors_defaults():
+    """The headers a browser client sends and reads, for [cors]."""
+    cors.set_defaults(
+        allow_headers=["X-Auth-Token", "X-Service-Token",
+                       "X-OpenStack-Request-ID", "OpenStack-API-Version",
+                       "Content-Type"],
+        expose_headers=["X-OpenStack-Request-ID", "OpenStack-API-Version",
+                        "Link"],
+        allow_methods=["GET", "POST", "PATCH", "DELETE"])
+
+
+def _middleware_opts():
+    """oslo.middleware's options of the middleware cyborg_lite runs."""
+    return (middleware_opts.list_opts_healthcheck()
+            + middleware_opts.list_opts_sizelimit()
+            + middleware_opts.list_opts_http_proxy_to_wsgi()
+            + middleware_opts.list_opts_cors())
 
 
 def service_token_roles(conf):
@@ -112,6 +149,7 @@ def service_token_roles(conf):
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
+    _set_cors_defaults()
     return [("DEFAULT", default_opts), ("api", api_opts),
             ("noauth", noauth_opts),
             # NOTE(cyborg_lite): keystonemiddleware's namespace lists only
@@ -119,5 +157,4 @@ def list_opts():
             # plugin's options are what a deployment sets.
             ("keystone_authtoken",
              ks_loading.get_auth_plugin_conf_options("password"))
-            ] + middleware_opts.list_opts_healthcheck() + (
-                middleware_opts.list_opts_sizelimit())
+            ] + _middleware_opts()

@@ -61,11 +61,12 @@ programming_opts = [
         help="Run the reconciler when an API process starts."),
     cfg.BoolOpt(
         "embedded_agent",
-        default=True,
-        help="With the in-process transport (transport_url = fake://, the "
-             "default), start the host agent inside the API process (sim "
-             "driver unless [agent] enabled_drivers says otherwise), so a "
-             "single host works with no message broker."),
+        default=False,
+        help="With the in-process transport (transport_url = fake://), "
+             "start the host agent inside the API process, with the drivers "
+             "of [agent] enabled_drivers, so a single host works with no "
+             "message broker. Off by default: a deployment runs "
+             "cyborg-lite-agent on each compute host behind a broker."),
 ]
 
 

@@ -21,18 +21,26 @@ document names HOST (``[ironic]``); Placement is reached through
 the conductor's ``/etc/ironic/ironic.conf`` is read.
 """
 
+import importlib.util
 import json
 import sys
 
-from oslo_config import cfg
-from oslo_log import log
+# NOTE(manage): the plugin's modules are Ironic's; on a host without Ironic
+# say where the command runs instead of ending in an ImportError traceback.
+if importlib.util.find_spec("ironic") is None:
+    sys.exit("ironic-accel-manage runs on an Ironic conductor host (in the "
+             "Python environment Ironic is installed in); the 'ironic' "
+             "package is not installed here.")
 
-from accel_common import clients
-from accel_common import exception as common_exception
-from accel_common import node_documents
-from accel_common.placement import client as placement_client
-from ironic_accel import exception as accel_exception
-from ironic_accel.placement import migrate_flat
+from oslo_config import cfg  # noqa: E402
+from oslo_log import log  # noqa: E402
+
+from accel_common import clients  # noqa: E402
+from accel_common import exception as common_exception  # noqa: E402
+from accel_common import node_documents  # noqa: E402
+from accel_common.placement import client as placement_client  # noqa: E402
+from ironic_accel import exception as accel_exception  # noqa: E402
+from ironic_accel.placement import migrate_flat  # noqa: E402
 
 #: oslo.config project: the default files are the conductor's.
 PROJECT = "ironic"

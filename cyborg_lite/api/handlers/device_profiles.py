@@ -88,6 +88,7 @@ def create():
     """POST /v2/device_profiles with a list of exactly one profile."""
     svc = _authorize("create")
     body = schemas.validate(schema.CREATE, common.json_body())[0]
+    schema.check_description(body.get("description"))
     groups = schema.normalize_groups(body["groups"])
     schema.check_groups(groups)
     schema.check_total(groups, svc.conf.api.max_arqs_per_request)

@@ -18,6 +18,7 @@ import jsonschema
 
 from cyborg_lite import exception
 from cyborg_lite.api import microversion
+from cyborg_lite.db import models
 
 _UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?" \
         "[0-9a-fA-F]{12}$"
@@ -27,8 +28,9 @@ CREATE = {
     "type": "object",
     "required": ["device_profile_name"],
     "properties": {
-        "device_profile_name": {"type": "string", "minLength": 1,
-                                "maxLength": 255},
+        "device_profile_name": {
+            "type": "string", "minLength": 1,
+            "maxLength": models.ARQ.device_profile_name.type.length},
     },
 }
 
@@ -52,10 +54,12 @@ PATCH = {
 
 BIND_FIELDS = ("/hostname", "/device_rp_uuid", "/instance_uuid")
 _VALUE_SCHEMAS = {
-    "/hostname": {"type": "string", "minLength": 1, "maxLength": 255},
+    "/hostname": {"type": "string", "minLength": 1,
+                  "maxLength": models.ARQ.hostname.type.length},
     "/device_rp_uuid": {"type": "string", "pattern": _UUID},
     "/instance_uuid": {"type": "string", "pattern": _UUID},
-    "/project_id": {"type": "string", "minLength": 1, "maxLength": 255},
+    "/project_id": {"type": "string", "minLength": 1,
+                    "maxLength": models.ARQ.project_id.type.length},
 }
 _VALUE_VALIDATORS = {path: jsonschema.Draft202012Validator(schema)
                      for path, schema in _VALUE_SCHEMAS.items()}

@@ -13,10 +13,15 @@
 
 """Attribute bodies: POST /v2/attributes."""
 
+from cyborg_lite.db import models
+
 #: a deployable's integer id (as real Cyborg takes it) or its uuid (what
 #: every other API object shows); which deployable it names is checked by
-#: the database layer, with a message saying so.
-DEPLOYABLE_REF = {"type": ["integer", "string"], "minLength": 1}
+#: the database layer, with a message saying so. No longer than a uuid:
+#: an integer id has at most 19 digits, and a string of thousands of
+#: digits never reaches int().
+DEPLOYABLE_REF = {"type": ["integer", "string"], "minLength": 1,
+                  "maxLength": models.Deployable.uuid.type.length}
 
 #: POST /v2/attributes
 CREATE = {
@@ -24,9 +29,11 @@ CREATE = {
     "required": ["deployable_id", "key", "value"],
     "properties": {
         "deployable_id": DEPLOYABLE_REF,
-        "key": {"type": "string", "minLength": 1, "maxLength": 255,
+        "key": {"type": "string", "minLength": 1,
+                "maxLength": models.Attribute.key.type.length,
                 "pattern": r"^\S(.*\S)?$"},
-        "value": {"type": "string", "maxLength": 255},
+        "value": {"type": "string",
+                  "maxLength": models.Attribute.value.type.length},
     },
     "additionalProperties": False,
 }

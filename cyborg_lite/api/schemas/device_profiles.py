@@ -14,8 +14,11 @@
 """Device profile bodies and the group rules of CONTRACT.md §3."""
 
 import re
+import unicodedata
 
 from cyborg_lite import exception
+from cyborg_lite.api import validation
+from cyborg_lite.db import models
 
 NAME_PATTERN = r"^[a-zA-Z0-9-_]+$"
 
@@ -30,8 +33,9 @@ _PROFILE = {
     "required": ["name", "groups"],
     "properties": {
         "name": {"type": "string", "pattern": NAME_PATTERN,
-                 "maxLength": 255},
-        "description": {"type": ["string", "null"], "maxLength": 65535},
+                 "maxLength": models.DeviceProfile.name.type.length},
+        # NOTE(cyborg_lite): bounded in bytes by check_description.
+        "description": {"type": ["string", "null"]},
         "uuid": {"type": "string", "format": "uuid",
                  "pattern": "^[0-9a-fA-F-]{32,36}$"},
         "groups": {
@@ -59,11 +63,31 @@ def parse_amount(where, amount):
     if isinstance(amount, bool) or not match:
         raise exception.Invalid(
             reason=f"{where}: amount {amount!r} is not an integer")
-    return int(match.group(1))
+    count = validation.integer_id(match.group(1))
+    if count is None:
+        raise exception.Invalid(
+            reason=f"{where}: amount is larger than a 64-bit integer")
+    return count
+
+
+#: the column each stored group value ends up in when a bind uses it.
+VALUE_COLUMNS = {"accel:function_id": models.Deployable.target_function_id,
+                 "accel:bitstream_id": models.Deployable.target_bitstream_id}
+#: resource class and trait names: the column the deployable's resource
+#: class is stored in (Placement's own names are as long).
+NAME_COLUMN = models.Deployable.resource_class
+
+
+def check_description(description):
+    """:raises Invalid: when the description is longer than its column
+    stores (UTF-8 bytes on MariaDB)."""
+    if description is not None:
+        validation.check_fits("body[0].description", description,
+                              models.DeviceProfile.description)
 
 
 def _check_resource(where, rc, amount):
-    rc = rc.strip()
+    validation.check_fits(where, rc, NAME_COLUMN)
     if rc not in RESOURCE_CLASSES and not re.fullmatch(r"CUSTOM_[A-Z0-9_]+",
                                                        rc):
         raise exception.Invalid(
@@ -92,6 +116,7 @@ def check_groups(groups):
             if kind == "resources":
                 _check_resource(where, rest, value)
             elif kind == "trait":
+                validation.check_fits(where, rest, NAME_COLUMN)
                 if not re.fullmatch(r"CUSTOM_[A-Z0-9_]+", rest):
                     raise exception.Invalid(
                         reason=f"{where}: traits must be CUSTOM_ traits "
@@ -100,6 +125,8 @@ def check_groups(groups):
                     raise exception.Invalid(
                         reason=f"{where}: trait value must be 'required' "
                                f"or 'forbidden', got {value!r}")
+            if key in VALUE_COLUMNS:
+                validation.check_fits(where, value, VALUE_COLUMNS[key])
         if "accel:bitstream_id" in group and "accel:function_id" in group:
             raise exception.Invalid(
                 reason=f"body[0].groups[{index}]: accel:bitstream_id and "
@@ -115,13 +142,17 @@ def normalize_key(key):
 
     Cyborg strips spaces around the name after the colon and keeps the
     rest; cyborg_lite does it for ``accel:`` keys too, where Cyborg keeps
-    them as typed and so makes them keys nobody reads. Keys of any other
-    form are returned stripped, for :func:`check_groups` to refuse.
+    them as typed and so makes them keys nobody reads. Keys are first
+    brought to Unicode NFKC form and every kind of whitespace is stripped
+    (a no-break or ideographic space, a tab), so keys that only look alike
+    (composed and decomposed accents, full-width letters) are one key.
+    Keys of any other form are returned stripped, for
+    :func:`check_groups` to refuse.
     """
-    key = key.strip()
+    key = unicodedata.normalize("NFKC", key).strip()
     kind, sep, name = key.partition(":")
-    if sep and kind in GROUP_KEY_KINDS:
-        return f"{kind}:{name.strip(' ')}"
+    if sep and kind.strip() in GROUP_KEY_KINDS:
+        return f"{kind.strip()}:{name.strip()}"
     return key
 
 

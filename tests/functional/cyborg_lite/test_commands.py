@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from accel_tools import standalone
 from accel_tools.demo import main as demo
 from cyborg_lite import wsgi
 from cyborg_lite.cmd import manage
@@ -34,7 +35,8 @@ from tests.fixtures.cyborg import EXAMPLE_INVENTORY
 def config_file(tmp_path):
     path = tmp_path / "cyborg_lite.conf"
     path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n"
-                    "[oslo_policy]\npolicy_file = none.yaml\n")
+                    "[oslo_policy]\npolicy_file = none.yaml\n"
+                    + standalone.ini_text())
     return str(path)
 
 
@@ -111,7 +113,8 @@ def test_every_command_finds_the_configuration_in_the_environment(
     state = tmp_path / "state"
     config = tmp_path / "from-env.conf"
     config.write_text(f"[DEFAULT]\nstate_path = {state}\n"
-                      "[oslo_policy]\npolicy_file = none.yaml\n")
+                      "[oslo_policy]\npolicy_file = none.yaml\n"
+                      + standalone.ini_text())
     env = dict(os.environ, CYBORG_LITE_CONFIG=str(config), HOME=str(home))
     result = subprocess.run([_script("cyborg-lite-manage"), "db", "sync"],
                             capture_output=True, text=True, timeout=60,

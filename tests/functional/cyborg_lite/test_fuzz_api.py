@@ -40,7 +40,11 @@ NASTY = st.sampled_from([
     "", " ", "\x00", "\ud800", "dp\udfff", "\u00b2", "9223372036854775808",
     "-1", "0", "1" * 300, "resources:FPGA", "trait:CUSTOM_X", "accel: x",
     "null", "../../etc", "%00", "latest", "2.9", str(uuid.uuid4()),
-    "required", "forbidden", "/hostname", "add", "remove"])
+    "required", "forbidden", "/hostname", "add", "remove",
+    # round two: digits past int()'s limit, strings past their column in
+    # characters or (MariaDB's TEXT) bytes, look-alike keys.
+    "7" * 5000, "\u00e9" * 256, "\u20ac" * 22000, "\u00a0FPGA", "\u3000",
+    "\tFPGA", "cafe\u0301", "caf\u00e9"])
 STRINGS = st.one_of(NASTY, st.text(max_size=20))
 SCALARS = st.one_of(st.none(), st.booleans(), STRINGS,
                     st.integers(min_value=-2 ** 70, max_value=2 ** 70),

@@ -255,3 +255,108 @@ def test_other_projects_arqs_answer_like_missing_ones(api, method, path):
     # and theirs is still there
     assert api.client.get(f"{ARQS}/{theirs}", headers=OTHER).status_code \
         == 200
+
+
+# Round two (issue 21 §5): every value is bounded by what the database can
+# store, checked before it is converted or stored.
+
+MANY_DIGITS = "7" * 5000
+
+
+def _post_raw(api, path, body, caller=ADMIN):
+    """POST ``body`` as UTF-8 JSON (not \\u-escaped, as clients send)."""
+    return api.client.post(path, headers=caller,
+                           data=json.dumps(body, ensure_ascii=False)
+                           .encode("utf-8"),
+                           content_type="application/json")
+
+
+@pytest.mark.parametrize("method, path, body", [
+    ("post", DPS, _profile(**{"resources:FPGA": MANY_DIGITS})),
+    ("post", "/v2/attributes",
+     {"deployable_id": MANY_DIGITS, "key": "k", "value": "v"}),
+    ("get", "/v2/attributes?deployable_id=" + MANY_DIGITS, None),
+    ("get", DPS + "?limit=" + MANY_DIGITS, None),
+])
+def test_thousands_of_digits_are_400(api, method, path, body):
+    response = getattr(api.client, method)(path, headers=ADMIN, json=body)
+
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert api.client.get(DPS, headers=ADMIN).get_json()[
+        "device_profiles"] == []
+
+
+@pytest.mark.parametrize("key, longest", [
+    ("accel:function_id", 255),
+    ("accel:bitstream_id", 36),
+])
+def test_group_values_are_bounded_by_their_columns(api, key, longest):
+    too_long = _post_raw(api, DPS, _profile(
+        "long", **{"resources:FPGA": "1", key: "é" * (longest + 1)}))
+    fits = _post_raw(api, DPS, _profile(
+        "fits", **{"resources:FPGA": "1", key: "é" * longest}))
+
+    assert too_long.status_code == 400
+    assert (f"{longest + 1} characters, longer than the {longest} "
+            "characters the database stores") in _fault(too_long)
+    assert fits.status_code == 201, fits.get_data(as_text=True)
+    assert fits.get_json()["groups"][0][key] == "é" * longest
+
+
+def test_resource_class_and_trait_names_are_bounded(api):
+    long_name = "CUSTOM_" + "A" * 249
+    for key in (f"resources:{long_name}", f"trait:{long_name}"):
+        group = {"resources:FPGA": "1", key: "required"}
+        if key.startswith("resources:"):
+            group = {key: "1"}
+        response = api.client.post(DPS, headers=ADMIN, json=_profile(
+            **group))
+        assert response.status_code == 400, key
+        assert "256 characters" in _fault(response)
+
+
+def test_description_is_bounded_in_bytes(api):
+    """MariaDB's TEXT holds 65,535 bytes: 30,000 "€" (90,000 bytes) are
+    refused, 21,845 (65,535 bytes) are stored on every database."""
+    refused = _post_raw(api, DPS, [{"name": "euro", "description":
+                                    "€" * 30000,
+                                    "groups": [{"resources:FPGA": "1"}]}])
+    stored = _post_raw(api, DPS, [{"name": "euro", "description":
+                                   "€" * 21845,
+                                   "groups": [{"resources:FPGA": "1"}]}])
+
+    assert refused.status_code == 400
+    assert "90000 bytes, longer than the 65535 bytes" in _fault(refused)
+    assert stored.status_code == 201, stored.get_data(as_text=True)
+    shown = api.client.get(DPS + "/euro", headers=ADMIN).get_json()
+    assert shown["device_profile"]["description"] == "€" * 21845
+
+
+@pytest.mark.parametrize("twin", [
+    "resources:\u00a0FPGA", "resources:\u3000FPGA", "resources:\tFPGA",
+    "resources:FPGA\u2003", "\uff52esources:FPGA", "resources:ＦＰＧＡ",
+])
+def test_look_alike_group_keys_are_one_key(api, twin):
+    response = api.client.post(DPS, headers=ADMIN, json=_profile(
+        **{"resources:FPGA": "1", twin: "1"}))
+
+    assert response.status_code == 400
+    assert "both mean 'resources:FPGA'" in _fault(response)
+
+
+def test_composed_and_decomposed_accents_are_one_key(api):
+    response = api.client.post(DPS, headers=ADMIN, json=_profile(
+        **{"resources:FPGA": "1", "accel:caf\u00e9": "x",
+           "accel:cafe\u0301": "y"}))
+
+    assert response.status_code == 400
+    assert "both mean" in _fault(response)
+
+
+def test_a_look_alike_key_alone_is_stored_normalised(api):
+    response = api.client.post(DPS, headers=ADMIN, json=_profile(
+        **{"resources:\u00a0FPGA": "1", "accel:cafe\u0301": "x"}))
+
+    assert response.status_code == 201
+    assert response.get_json()["groups"] == [
+        {"resources:FPGA": "1", "accel:caf\u00e9": "x"}]

@@ -134,9 +134,12 @@ def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
                 time.sleep(0.2)
         assert rsp.status_code == 200
         assert rsp.json()["versions"][0]["id"].startswith("v2")
-        arqs = requests.get(f"http://127.0.0.1:{port}/v2/accelerator_requests",
-                            timeout=5)
+        arqs_url = f"http://127.0.0.1:{port}/v2/accelerator_requests"
+        arqs = requests.get(arqs_url, timeout=5, headers={
+            "X-Project-Id": "p1", "X-User-Id": "u1", "X-Roles": "reader"})
         assert arqs.status_code == 200, arqs.text
+        # noauth grants no role to a request without identity headers.
+        assert requests.get(arqs_url, timeout=5).status_code == 403
     finally:
         server.terminate()
         server.wait(15)

@@ -27,6 +27,7 @@ def setup():
     conf = cfg.ConfigOpts()
     conf_mod.register_opts(conf)
     conf([], default_config_files=[])
+    conf.set_override("auth_strategy", "noauth")
     return conf, policy.make_enforcer(conf)
 
 
@@ -72,8 +73,25 @@ def test_service_token_roles_decide_service_requests(setup):
     assert not _ctx(conf).is_service
 
 
+def test_keystone_is_the_default_strategy():
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    conf([], default_config_files=[])
+    assert conf.auth_strategy == "keystone"
+
+
+def test_noauth_without_headers_gets_no_role_by_default(setup):
+    conf, enforcer = setup
+    ctx = context.from_environ({}, conf)
+    assert ctx.roles == [] and not ctx.is_service
+    with pytest.raises(exception.PolicyNotAuthorized):
+        policy.authorize(enforcer, "cyborg:arq:get_all", ctx)
+
+
 def test_noauth_without_headers_uses_configured_defaults(setup):
     conf, _ = setup
+    conf.set_override("default_roles", ["admin"], group="noauth")
+    conf.set_override("default_service_roles", ["service"], group="noauth")
     ctx = context.from_environ({}, conf)
     assert ctx.project_id == "standalone"
     assert "admin" in ctx.roles and ctx.is_service

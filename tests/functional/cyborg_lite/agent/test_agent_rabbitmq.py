@@ -172,7 +172,8 @@ def test_unreachable_broker_fails_fast(tmp_path):
 
 def test_agent_process_refuses_the_in_process_transport(tmp_path):
     config = tmp_path / "agent.conf"
-    config.write_text("[agent]\nhost = h1\n")
+    config.write_text("[DEFAULT]\ntransport_url = fake://\n"
+                      "[agent]\nhost = h1\n")
 
     result = subprocess.run(
         rabbitmq.agent_command() + ["--config-file", str(config)],

@@ -11,7 +11,8 @@
 # under the License.
 
 """The embedded agent: API-side client and agent in one process over
-oslo.messaging's in-process transport (the default, no broker)."""
+oslo.messaging's in-process transport (no broker; configured, never a
+default)."""
 
 import uuid
 
@@ -31,22 +32,31 @@ FPGA = "0000:5e:00.0"
 def embedded(tmp_path):
     write_catalog(tmp_path / "catalog", [("img-nlb0", "nlb0", b"n", None),
                                          ("img-bad", "bad", b"x", "0" * 64)])
-    conf = make_conf(sim_state_dir=str(tmp_path / "sim"),
-                     image_catalog_dir=str(tmp_path / "catalog"),
-                     sim_program_seconds=0,
-                     host=f"embedded-{uuid.uuid4().hex[:12]}")
+    conf = _in_process(make_conf(
+        enabled_drivers=["sim"], sim_state_dir=str(tmp_path / "sim"),
+        image_catalog_dir=str(tmp_path / "catalog"), sim_program_seconds=0,
+        host=f"embedded-{uuid.uuid4().hex[:12]}"))
     agent = service.start_embedded(conf)
     yield conf, rpcapi.AgentAPI(conf)
     agent.stop()
 
 
-def test_default_transport_is_in_process():
-    conf = make_conf()
-    assert conf.transport_url == "fake://"
+def _in_process(conf):
+    """``conf`` on the in-process transport (never a default)."""
+    conf.set_override("transport_url", "fake://")
+    return conf
+
+
+def test_default_transport_is_a_broker():
+    assert not transport.is_in_process(make_conf())
+
+
+def test_in_process_transport_is_shared():
+    conf = _in_process(make_conf())
     assert transport.is_in_process(conf)
     # API and agent must share one transport object to reach each other.
     assert transport.get_transport(conf) is transport.get_transport(
-        make_conf())
+        _in_process(make_conf()))
 
 
 def test_program_and_read_back_in_process(embedded):

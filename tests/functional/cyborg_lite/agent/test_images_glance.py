@@ -30,7 +30,7 @@ def glance():
 
 @pytest.fixture
 def conf(glance, tmp_path):
-    conf = make_conf(image_cache_dir=str(tmp_path))
+    conf = make_conf(image_cache_dir=str(tmp_path), enabled_drivers=["sim"])
     conf.set_override("auth_type", "none", group="glance")
     conf.set_override("endpoint_override", glance.url, group="glance")
     return conf

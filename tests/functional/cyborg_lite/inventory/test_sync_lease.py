@@ -27,6 +27,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
+from accel_tools import standalone
 from accel_tools.embedded.common import free_port
 from cyborg_lite.cmd import manage
 from cyborg_lite.db import leases as lease_db
@@ -55,7 +56,7 @@ def _config_file(tmp_path, db, ironic_url, host="unused.example.org",
         f"[agent]\nhost = {host}\nsim_state_dir = {tmp_path / 'sim'}\n"
         f"sim_inventory_file = {sim_inventory}\nrpc_timeout = 5\n"
         "[programming]\nreconcile_on_start = false\n"
-        "reconcile_interval = 0\n")
+        "reconcile_interval = 0\n" + standalone.ini_text())
     return str(path)
 
 

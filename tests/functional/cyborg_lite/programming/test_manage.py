@@ -18,6 +18,7 @@ import subprocess
 import sys
 import uuid
 
+from accel_tools import standalone
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply as inventory_apply
@@ -55,7 +56,7 @@ sim_program_seconds = 0
 
 [pools]
 policies = nlb0:1, gzip:3
-""")
+""" + standalone.ini_text())
 
     before = _manage(config, "pools", "status")
     reconciled = _manage(config, "programming", "reconcile")

@@ -45,7 +45,8 @@ def make_conf(**agent_overrides):
 @pytest.fixture
 def sim_conf(tmp_path):
     """Agent configuration with the sim driver in a fresh state dir."""
-    return make_conf(sim_state_dir=str(tmp_path / "sim"),
+    return make_conf(enabled_drivers=["sim"],
+                     sim_state_dir=str(tmp_path / "sim"),
                      image_catalog_dir=str(tmp_path / "catalog"),
                      sim_program_seconds=0, host="agent-test-host")
 

@@ -22,9 +22,10 @@ def test_defaults():
     conf = make_conf()
 
     assert conf.agent.host == socket.getfqdn()
-    assert conf.agent.enabled_drivers == ["sim"]
-    # Embedded agent by default: no broker needed.
-    assert conf.transport_url == "fake://"
+    # Safe by default: no simulated devices, no in-process transport
+    # unless configured (the demo and tests configure them).
+    assert conf.agent.enabled_drivers == []
+    assert not conf.transport_url.startswith("fake:")
     assert conf.control_exchange == "cyborg_lite"
     # Bounded: an unreachable broker must not hang a bind.
     assert conf.agent.rpc_retry >= 0
