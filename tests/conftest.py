@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.fixtures.databases",
     "tests.fixtures.ironic",
     "tests.fixtures.keystone",
+    "tests.fixtures.nova",
     "tests.fixtures.nova_standin",
     "tests.fixtures.placement",
     "tests.fixtures.rabbitmq",
