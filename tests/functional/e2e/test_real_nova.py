@@ -27,7 +27,10 @@ import pytest
 
 from tests.fixtures import nova as nova_fixtures
 
-pytestmark = [pytest.mark.mariadb, pytest.mark.rabbitmq]
+# NOTE(tests): one xdist worker runs the whole module (tools/run-tests
+# passes --dist loadgroup), so its cloud starts once.
+pytestmark = [pytest.mark.mariadb, pytest.mark.rabbitmq,
+              pytest.mark.xdist_group("real-nova")]
 
 FPGA = {"resources:FPGA": "1",
         "trait:" + nova_fixtures.FPGA_TRAIT: "required"}
