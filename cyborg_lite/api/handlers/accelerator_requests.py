@@ -137,12 +137,13 @@ def update():
                                     ctx.is_admin_role)
     common.require_service("Binding or unbinding accelerator requests")
     if kind == "unbind":
-        binding.unbind(svc.db, work, project_id=scope)
+        binding.unbind(svc.db, work, project_id=scope, locks=svc.locks)
         return common.empty(202)
     notifier = svc.notifier
     bound = binding.bind(svc.db, work, project_id=scope,
                          programmer=svc.programmer,
-                         notify=notifier.enabled)
+                         notify=notifier.enabled, locks=svc.locks,
+                         siblings=svc.siblings)
     response = common.empty(202)
     if bound and notifier.enabled:
         # NOTE(cyborg_lite): events leave after the reply has been sent, so
@@ -172,7 +173,7 @@ def delete():
         instance = _uuid_param(params, "instance")
         common.require_service("Deleting accelerator requests by instance")
         binding.delete(svc.db, instance_uuid=instance, project_id=scope,
-                       is_service=True)
+                       is_service=True, locks=svc.locks)
         return common.empty(204)
     return _delete_arqs(svc, ctx, scope, params["arqs"].split(","))
 
@@ -196,7 +197,7 @@ def _delete_arqs(svc, ctx, scope, uuids):
     invalid = [u for u in uuids if not db_engine.is_uuid_like(u)]
     try:
         binding.delete(svc.db, arq_uuids=valid, project_id=scope,
-                       is_service=ctx.is_service)
+                       is_service=ctx.is_service, locks=svc.locks)
     except exception.ARQNotFound as error:
         invalid = error.message and invalid + [error.kwargs["uuids"]]
     if invalid:
