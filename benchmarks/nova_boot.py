@@ -42,7 +42,7 @@ Not a test: figures only. Example::
     .venv/bin/python benchmarks/nova_boot.py
     .venv/bin/python benchmarks/nova_boot.py --rounds 3 --storm 14 --debug
 
-``--debug`` turns on cyborg_lite's and nova-compute's debug logs (they then
+``--debug`` turns on the debug logs of cyborg_lite and Nova (they then
 say where a boot's time goes; the figures are a little slower) and keeps
 the work directory (``--keep`` alone keeps it too).
 """

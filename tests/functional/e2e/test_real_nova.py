@@ -179,7 +179,9 @@ def test_concurrent_mixed_boots_on_two_hosts_all_go_active(
     servers.extend(ids)
     done = [cloud.wait_server(server_id) for server_id in ids]
     errors = {s["name"]: _fault(s) for s in done if s["status"] != "ACTIVE"}
-    assert not errors, f"{len(errors)} of {len(ids)} in ERROR: {errors}"
+    assert not errors, (
+        f"{len(errors)} of {len(ids)} in ERROR: {errors}; cyborg_lite: "
+        + "\n".join(cloud.grep("cyborg-api", "Bind of .* failed")))
     for kind, server in zip(wanted, done):
         arq = _bound_arq(cloud, server)
         if kind != "fpga":
