@@ -207,9 +207,12 @@ def main():
                   f"regions): {len(errors)} ERROR, all settled in "
                   f"{secs:.1f} s")
             for kind, server in errors:
-                print(f"  ERROR {kind} {server['id']} on "
-                      f"{server.get('OS-EXT-SRV-ATTR:host')}: "
+                print(f"  ERROR {kind} {server['id']}: "
                       f"{(server.get('fault') or {}).get('message')}")
+            for line in cloud.grep("cyborg-api", "Bind of .* failed|"
+                                                 "allocation to .* refused|"
+                                                 "not written"):
+                print("  cyborg_lite:", line.split("] ", 1)[-1][:300])
             for _, server in result:
                 cloud.delete_server(server["id"], wait=False)
             for _, server in result:
