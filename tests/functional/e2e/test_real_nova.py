@@ -204,6 +204,7 @@ def test_bind_that_cannot_program_ends_in_error(nova_cloud, flavors,
     arqs = cloud.arqs(server["id"])
     assert server["status"] == "ERROR", (
         f"server is {server['status']} with ARQs {arqs}")
+    assert "accelerator" in _fault(server).lower(), _fault(server)
     assert not [a for a in arqs if a["state"] == "Bound"], arqs
     cloud.wait_until(lambda: cloud.arqs(server["id"]) == [], 60,
                      "Nova to delete the failed server's ARQs")
