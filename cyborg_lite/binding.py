@@ -77,6 +77,11 @@ class RegionCannotServe(exception.Conflict):
         self.fields = fields
 
 
+class NoRegionCanServe(exception.Conflict):
+    msg_fmt = ("%(reason)s No other region of host %(host)s can serve "
+               "ARQ %(arq)s now.")
+
+
 class InstanceAlreadyBound(exception.Invalid):
     msg_fmt = ("Instance %(instance)s already has bound accelerator "
                "requests%(arqs)s; adding more is not supported.")
@@ -303,7 +308,7 @@ def _fail(session, binds, project_id):
 
 
 def bind(db, binds, project_id=None, programmer=None, notify=True,
-         locks=None, siblings=None):
+         locks=None, siblings=None, defer=None):
     """Bind ARQs, all or nothing.
 
     ARQs whose region must be programmed first stay ``BindStarted``; the
@@ -319,6 +324,8 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
         (None: lock traits are not written).
     :param siblings: a :class:`~cyborg_lite.programming.siblings.
         SiblingMover` (None: an ARQ is bound where Nova said or not at all).
+    :param defer: called with the lock trait write, to run it once the
+        answer is sent (None: written before returning).
     :raises ARQNotFound, ResourceProviderNotFound: 404.
     :raises ARQBadState, NoFreeAttachHandle, ProgrammingUnavailable,
         ProgrammingConflict: 409, when no region of the host can serve;
@@ -344,9 +351,13 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
                 break
             except RegionCannotServe as error:
                 moved = _to_sibling(siblings, error, tried)
-                if moved is None:
+                if moved is not None:
+                    binds[error.arq]["device_rp_uuid"] = moved
+                    continue
+                if siblings is None or not siblings.enabled:
                     raise error.cause
-                binds[error.arq]["device_rp_uuid"] = moved
+                raise NoRegionCanServe(reason=error.message, arq=error.arq,
+                                       host=error.fields["hostname"])
         jobs = [job for job in jobs if job is not None]
         if jobs:
             _refuse_jobs_without_image(db, programmer, jobs, binds)
@@ -359,14 +370,24 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
         failed = db.run(_fail, binds, project_id)
         LOG.info("Bind of %s failed: %s", ", ".join(failed) or
                  ", ".join(binds), error.message)
-        if locks is not None:
-            locks.sync(touched)
+        _sync_locks(locks, touched, defer)
         raise
-    if locks is not None:
-        locks.sync(touched)
+    _sync_locks(locks, touched, defer)
     if jobs and programmer is not None:
         programmer.launch(jobs)
     return bound
+
+
+def _sync_locks(locks, deployable_ids, defer=None):
+    if locks is None or not deployable_ids:
+        return
+    if defer is None:
+        locks.sync(deployable_ids)
+    else:
+        # NOTE(cyborg_lite): the scheduler reads the trait; the bind itself
+        # is decided by the database. Writing it after the answer keeps its
+        # Placement calls off Nova's boot path.
+        defer(lambda: locks.sync(deployable_ids))
 
 
 def _undo_instant(session, arq_uuids):
@@ -430,7 +451,7 @@ def _unbind_rows(session, arqs):
                     deployable_id=None, notification=None)
 
 
-def unbind(db, arq_uuids, project_id=None, locks=None):
+def unbind(db, arq_uuids, project_id=None, locks=None, defer=None):
     """Unbind ARQs: free their handles, clear host/RP/instance.
 
     Repeating it is harmless. :raises ARQNotFound: for unknown ARQs.
@@ -444,12 +465,11 @@ def unbind(db, arq_uuids, project_id=None, locks=None):
         return regions_held
 
     released = db.run(_run)
-    if locks is not None:
-        locks.sync(released)
+    _sync_locks(locks, released, defer)
 
 
 def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
-           is_service=False, locks=None):
+           is_service=False, locks=None, defer=None):
     """Delete ARQs by uuid list or by instance, unbinding them first.
 
     By uuids: deletes those that exist, then raises ARQNotFound naming the
@@ -476,8 +496,7 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
                 {a.deployable_id for a in arqs if a.deployable_id})
 
     deleted, released = db.run(_run)
-    if locks is not None:
-        locks.sync(released)
+    _sync_locks(locks, released, defer)
     if arq_uuids is not None:
         missing = [u for u in arq_uuids if u not in deleted]
         if missing:

@@ -233,6 +233,8 @@ def test_no_sibling_that_can_serve_answers_409(host):
     assert status == 409
     assert "cannot be reprogrammed with accel:function_id=nlb3" in body[
         "error_message"]
+    assert f"No other region of host {host.api.host} can serve ARQ {arq}" \
+        in body["error_message"]
     assert client.arq(arq)["state"] == "BindFailed"
     assert host.allocated(instance) == {host.r0: {"FPGA": 1}}
 
