@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.fixtures.ironic",
     "tests.fixtures.keystone",
     "tests.fixtures.kube_apiserver",
+    "tests.fixtures.nova",
     "tests.fixtures.nova_standin",
     "tests.fixtures.placement",
     "tests.fixtures.rabbitmq",

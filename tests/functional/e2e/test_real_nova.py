@@ -1,0 +1,210 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""An unchanged Nova 34 boots servers through cyborg_lite.
+
+One :class:`~tests.fixtures.nova.NovaCloud` serves the module: Keystone,
+Placement, Glance, Nova (api, conductor, scheduler and two nova-compute
+hosts with the fake virt driver), Ironic with one accel-redfish node per
+host on the BMC emulator, cyborg_lite and one sim agent per host, whose
+image catalog holds ``nlb0`` and ``nlb3``. Each host has one FPGA with two
+regions of four attach handles. Every test deletes its servers and checks
+that nothing is left in cyborg_lite or Placement.
+"""
+
+import concurrent.futures
+
+import pytest
+
+from tests.fixtures import nova as nova_fixtures
+
+# NOTE(tests): one xdist worker runs the whole module (tools/run-tests
+# passes --dist loadgroup), so its cloud starts once.
+pytestmark = [pytest.mark.mariadb, pytest.mark.rabbitmq,
+              pytest.mark.xdist_group("real-nova")]
+
+FPGA = {"resources:FPGA": "1",
+        "trait:" + nova_fixtures.FPGA_TRAIT: "required"}
+#: no image for it in any catalog: programming it can never succeed.
+MISSING_FUNCTION = "nofn9"
+
+
+def _function_trait(function):
+    return f"CUSTOM_FPGA_FUNCTION_ID_INTEL_{function.upper()}"
+
+
+@pytest.fixture(scope="module")
+def flavors(nova_cloud):
+    """name -> flavor id: ``plain`` (no accelerator), ``fpga`` (any
+    region), ``nlb0``/``nlb3`` (a region running that function) and
+    ``nofn9`` (a function without an image)."""
+    cloud = nova_cloud
+    made = {"plain": cloud.flavor("plain"), "fpga": cloud.flavor("fpga",
+                                                                 [FPGA])}
+    for function in ("nlb0", "nlb3", MISSING_FUNCTION):
+        made[function] = cloud.flavor(
+            function, [dict(FPGA, **{"accel:function_id": function})])
+    return made
+
+
+@pytest.fixture
+def servers(nova_cloud):
+    """Boots recorded by the test (``servers.append(id)``), deleted after
+    it; then no ARQ, allocation or FPGA usage may be left."""
+    created = []
+    yield created
+    for server_id in created:
+        nova_cloud.delete_server(server_id, wait=False)
+    for server_id in created:
+        nova_cloud.delete_server(server_id)
+    _assert_nothing_left(nova_cloud, created)
+
+
+def _assert_nothing_left(cloud, server_ids):
+    left = {s: cloud.allocations(s) for s in server_ids}
+    assert not any(left.values()), f"allocations left: {left}"
+    assert cloud.arqs() == []
+    usage = {rp: cloud.usages(rp) for rp in cloud.fpga_rps}
+    assert not any(u.get("FPGA") for u in usage.values()), usage
+
+
+def _boot(cloud, servers, flavor, name, **kwargs):
+    server_id = cloud.create_server(flavor, name, **kwargs)
+    servers.append(server_id)
+    return cloud.wait_server(server_id)
+
+
+def _fault(server):
+    return (server.get("fault") or {}).get("message")
+
+
+def _bound_arq(cloud, server):
+    """The server's one ARQ, checked Bound to it on its host; returns it."""
+    arqs = cloud.arqs(server["id"])
+    assert len(arqs) == 1, arqs
+    arq = arqs[0]
+    assert arq["state"] == "Bound", arq
+    assert arq["instance_uuid"] == server["id"]
+    host = server["OS-EXT-SRV-ATTR:host"]
+    assert arq["hostname"] == host
+    assert arq["device_rp_uuid"] in cloud.hosts[host]["fpga_rps"], (
+        arq, cloud.hosts[host])
+    return arq
+
+
+def test_boot_and_delete(nova_cloud, flavors, servers):
+    cloud = nova_cloud
+    server = _boot(cloud, servers, flavors["fpga"], "vm-boot")
+    assert server["status"] == "ACTIVE", _fault(server)
+    arq = _bound_arq(cloud, server)
+    allocations = cloud.allocations(server["id"])
+    region = arq["device_rp_uuid"]
+    assert allocations[region]["resources"] == {"FPGA": 1}
+    compute_rp = cloud.hosts[server["OS-EXT-SRV-ATTR:host"]]["compute_rp"]
+    assert set(allocations[compute_rp]["resources"]) >= {"VCPU",
+                                                         "MEMORY_MB"}
+    assert cloud.usages(region)["FPGA"] >= 1
+
+    cloud.delete_server(server["id"])
+    assert cloud.arqs(server["id"]) == []
+    assert cloud.allocations(server["id"]) == {}
+
+
+def test_bind_programs_a_region(nova_cloud, flavors, servers):
+    cloud = nova_cloud
+    server = _boot(cloud, servers, flavors["nlb0"], "vm-program")
+    assert server["status"] == "ACTIVE", _fault(server)
+    arq = _bound_arq(cloud, server)
+    assert _function_trait("nlb0") in cloud.traits(arq["device_rp_uuid"])
+
+
+def test_resize_is_refused(nova_cloud, flavors, servers):
+    cloud = nova_cloud
+    server = _boot(cloud, servers, flavors["fpga"], "vm-resize")
+    assert server["status"] == "ACTIVE", _fault(server)
+    rsp = cloud.nova("POST", f"/servers/{server['id']}/action",
+                     {"resize": {"flavorRef": flavors["plain"]}},
+                     user=nova_fixtures.END_USER)
+    assert rsp.status_code == 400, rsp.text
+    assert "accelerator" in rsp.text
+    after = cloud.wait_server(server["id"])
+    assert after["status"] == "ACTIVE"
+    assert after["flavor"]["original_name"] == "fpga"
+    _bound_arq(cloud, after)
+
+
+def test_region_locked_to_another_function_is_not_chosen(
+        nova_cloud, flavors, servers):
+    """Issue 20 §1: server A runs nlb0 on a region of host H (one handle in
+    use); server B asks for nlb3 on H while H's other region is free. Nova
+    never reschedules a failed bind, so B must be given the free region."""
+    cloud = nova_cloud
+    first = _boot(cloud, servers, flavors["nlb0"], "vm-a")
+    assert first["status"] == "ACTIVE", _fault(first)
+    host = first["OS-EXT-SRV-ATTR:host"]
+    region_a = _bound_arq(cloud, first)["device_rp_uuid"]
+
+    second = _boot(cloud, servers, flavors["nlb3"], "vm-b", user="admin",
+                   host=host)
+    assert second["status"] == "ACTIVE", (
+        f"B is {second['status']} although region "
+        f"{set(cloud.hosts[host]['fpga_rps']) - {region_a}} was free: "
+        f"{_fault(second)}")
+    region_b = _bound_arq(cloud, second)["device_rp_uuid"]
+    assert region_b != region_a
+    assert _function_trait("nlb3") in cloud.traits(region_b)
+    assert cloud.wait_server(first["id"])["status"] == "ACTIVE"
+
+
+def test_concurrent_mixed_boots_on_two_hosts_all_go_active(
+        nova_cloud, flavors, servers):
+    """Issue 20 §1: 14 boots at once (6 any-region, 4 nlb0, 4 nlb3) on two
+    hosts with 16 handles in 4 regions: each fits if it lands on a region
+    that can serve it, so none may go ERROR."""
+    cloud = nova_cloud
+    wanted = ["fpga"] * 6 + ["nlb0"] * 4 + ["nlb3"] * 4
+    with concurrent.futures.ThreadPoolExecutor(len(wanted)) as pool:
+        ids = list(pool.map(
+            lambda n: cloud.create_server(flavors[wanted[n]], f"storm-{n}"),
+            range(len(wanted))))
+    servers.extend(ids)
+    done = [cloud.wait_server(server_id) for server_id in ids]
+    errors = {s["name"]: _fault(s) for s in done if s["status"] != "ACTIVE"}
+    assert not errors, (
+        f"{len(errors)} of {len(ids)} in ERROR: {errors}; cyborg_lite: "
+        + "\n".join(cloud.grep("cyborg-api", "Bind of .* failed")))
+    for kind, server in zip(wanted, done):
+        arq = _bound_arq(cloud, server)
+        if kind != "fpga":
+            assert _function_trait(kind) in cloud.traits(
+                arq["device_rp_uuid"]), (kind, arq)
+    per_region = {}
+    for server in done:
+        region = cloud.arqs(server["id"])[0]["device_rp_uuid"]
+        per_region[region] = per_region.get(region, 0) + 1
+    assert max(per_region.values()) <= 4, per_region
+
+
+def test_bind_that_cannot_program_ends_in_error(nova_cloud, flavors,
+                                                servers):
+    """Issue 20 §2: a function with no image fails: the server ends ERROR,
+    never ACTIVE with a failed ARQ; its ARQs are removed and its
+    allocations are freed with it."""
+    cloud = nova_cloud
+    server = _boot(cloud, servers, flavors[MISSING_FUNCTION], "vm-nofn")
+    arqs = cloud.arqs(server["id"])
+    assert server["status"] == "ERROR", (
+        f"server is {server['status']} with ARQs {arqs}")
+    assert "accelerator" in _fault(server).lower(), _fault(server)
+    assert not [a for a in arqs if a["state"] == "Bound"], arqs
+    cloud.wait_until(lambda: cloud.arqs(server["id"]) == [], 60,
+                     "Nova to delete the failed server's ARQs")
