@@ -136,6 +136,8 @@ def prepare(argv, conf=None, default_config_files=None,
         logged at INFO (``cyborg-lite-manage`` writes it to stderr, keeping
         stdout for its output).
     :returns: the parsed ConfigOpts.
+    :raises SystemExit: with one line naming the file and line, when a
+        configuration file cannot be parsed.
     """
     conf = conf or new_conf()
     default_config_dirs = None
@@ -143,9 +145,14 @@ def prepare(argv, conf=None, default_config_files=None,
         named = config_from_environment()
         if named is not None:
             default_config_files, default_config_dirs = named
-    conf(argv, project=PROJECT, prog=prog,
-         default_config_files=default_config_files,
-         default_config_dirs=default_config_dirs)
+    try:
+        conf(argv, project=PROJECT, prog=prog,
+             default_config_files=default_config_files,
+             default_config_dirs=default_config_dirs)
+    except cfg.ConfigFileParseError as error:
+        # NOTE(docs): oslo.config's message already names the file and the
+        # line; a traceback around it would bury it.
+        raise SystemExit(f"{prog or PROJECT}: {error}")
     if setup_logging:
         log.setup(conf, PROJECT)
     line = (f"{prog or conf.prog or PROJECT}: "
