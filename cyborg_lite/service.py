@@ -28,6 +28,7 @@ Each logs at start which files it read and which database it uses.
 
 import glob
 import os
+import sys
 
 from oslo_config import cfg
 from oslo_log import log
@@ -136,8 +137,8 @@ def prepare(argv, conf=None, default_config_files=None,
         logged at INFO (``cyborg-lite-manage`` writes it to stderr, keeping
         stdout for its output).
     :returns: the parsed ConfigOpts.
-    :raises SystemExit: with one line naming the file and line, when a
-        configuration file cannot be parsed.
+    :raises SystemExit: code 2 after one line on stderr naming the file
+        and line, when a configuration file cannot be parsed.
     """
     conf = conf or new_conf()
     default_config_dirs = None
@@ -151,8 +152,10 @@ def prepare(argv, conf=None, default_config_files=None,
              default_config_dirs=default_config_dirs)
     except cfg.ConfigFileParseError as error:
         # NOTE(docs): oslo.config's message already names the file and the
-        # line; a traceback around it would bury it.
-        raise SystemExit(f"{prog or PROJECT}: {error}")
+        # line; a traceback around it would bury it. Exit code 2: the
+        # input is wrong and nothing was tried (console-scripts.rst).
+        print(f"{prog or PROJECT}: {error}", file=sys.stderr)
+        raise SystemExit(2)
     if setup_logging:
         log.setup(conf, PROJECT)
     line = (f"{prog or conf.prog or PROJECT}: "

@@ -142,7 +142,9 @@ def main(argv=None):
         conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
              prog="ironic-accel-manage")
     except cfg.ConfigFileParseError as error:
-        # NOTE(docs): the message names the file and the line.
-        raise SystemExit(f"ironic-accel-manage: {error}")
+        # NOTE(docs): the message names the file and the line; exit code
+        # 2 as for every input error of this command.
+        print(f"ironic-accel-manage: {error}", file=sys.stderr)
+        raise SystemExit(2)
     log.setup(conf, "ironic_accel")
     sys.exit(conf.command.func(conf, conf.command))

@@ -50,7 +50,7 @@ def test_parse_error_is_one_line_naming_file_and_line(bad_config, command,
         [str(BIN / command), "--config-file", str(bad_config)] + args,
         capture_output=True, text=True, timeout=120)
 
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"{command}: ")
@@ -58,9 +58,11 @@ def test_parse_error_is_one_line_naming_file_and_line(bad_config, command,
     assert "Invalid section (must end with ])" in lines[0]
 
 
-def test_wsgi_application_parse_error_is_one_line(bad_config):
+def test_wsgi_application_parse_error_is_one_line(bad_config, capsys):
     with pytest.raises(SystemExit) as raised:
         wsgi.init_application(["--config-file", str(bad_config)])
 
-    assert str(raised.value).startswith("cyborg-lite-wsgi-api: ")
-    assert f"{bad_config}:4" in str(raised.value)
+    assert raised.value.code == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("cyborg-lite-wsgi-api: ")
+    assert f"{bad_config}:4" in line and "\n" not in line
