@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``.. release-notes::``: the reno notes of ``releasenotes/notes`` in the docs.
+"""``.. release-notes::``: the reno notes of ``releasenotes/notes``.
 
 reno's own Sphinx extension reads the notes from the git history, which a
 build from an export or a git worktree does not always have, and groups them
