@@ -17,9 +17,11 @@ not exist. (tests/functional/doc runs the ones that can run here.)"""
 import argparse
 import pathlib
 import shlex
+import subprocess
 
 import pytest
 
+from accel_tools.emulator import images as emulator_images
 from accel_tools.emulator import main as emulator_main
 from accel_tools.emulator import record_cli
 from cyborg_lite.cmd import manage as cyborg_manage
@@ -112,3 +114,21 @@ def test_command_line_is_accepted_by_its_parser(where, words):
         PARSERS[program]().parse_args(args)
     except (argparse.ArgumentError, SystemExit) as error:
         raise AssertionError(f"{where}: {' '.join(words)}: {error}")
+
+
+def test_emulator_image_the_steps_page_writes_is_one_the_emulator_takes(
+        tmp_path):
+    """ironic-steps.rst's printf line writes an image the BMC emulator
+    accepts (run as the page shows it)."""
+    line = next(
+        line for block in blocks.blocks(
+            blocks.DOCS / "reference" / "ironic-steps.rst")
+        for line in block.text.splitlines() if line.startswith("printf "))
+    proc = subprocess.run(["bash", "-c", line], cwd=tmp_path, check=True,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    image = tmp_path / "fpga-2.1.0.img"
+
+    assert emulator_images.parse(image.read_bytes()) == {
+        "kind": "firmware", "device_type": "FPGA", "version": "2.1.0",
+        "function_id": None}
