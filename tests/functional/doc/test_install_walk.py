@@ -88,7 +88,9 @@ def _write(parser, path):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """A fresh virtualenv with the package installed as the page says."""
-    path = venv.create(tmp_path_factory.mktemp("walk") / "cyborg-lite")
+    workdir = tmp_path_factory.mktemp("walk")
+    path = venv.create(workdir / "cyborg-lite")
+    checkout = venv.clone_checkout(workdir / "ironic-accel")
     command = _command("cyborg-lite.rst", "'.[mysql,wsgi]'")
     assert command.startswith("/opt/cyborg-lite/bin/pip install")
     command = command.replace("/opt/cyborg-lite", str(path))
@@ -96,7 +98,7 @@ def installed(tmp_path_factory):
     # tests/fixtures/venv.py); the package itself is built from this
     # checkout and installed as the page says.
     env = dict(os.environ, PIP_NO_DEPS="1")
-    proc = subprocess.run(shlex.split(command), cwd=ROOT, env=env,
+    proc = subprocess.run(shlex.split(command), cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return path

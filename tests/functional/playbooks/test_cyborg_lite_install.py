@@ -27,8 +27,10 @@ from tests.functional.playbooks import ansible_runner
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The control host's wheel cache, shared: one commit builds once."""
-    return tmp_path_factory.mktemp("built")
+    """The control host's checkout and wheel cache, shared: one commit
+    builds once."""
+    workdir = tmp_path_factory.mktemp("control")
+    return venv.clone_checkout(workdir / "ironic-accel"), workdir / "built"
 
 
 def _host(tmp_path, built, virtualenv, **host_vars):
@@ -41,7 +43,8 @@ def _host(tmp_path, built, virtualenv, **host_vars):
         "cyborg_lite_virtualenv": str(virtualenv),
         "cyborg_lite_wheel_build_python": sys.executable,
         "cyborg_lite_wheel_dir": str(tmp_path / "wheels"),
-        "cyborg_lite_wheel_build_dir": str(built),
+        "cyborg_lite_source_dir": str(built[0]),
+        "cyborg_lite_wheel_build_dir": str(built[1]),
         "cyborg_lite_config_dir": str(tmp_path / "etc"),
         "cyborg_lite_state_dir": str(tmp_path / "state"),
         "cyborg_lite_systemd_dir": str(tmp_path),
@@ -84,7 +87,7 @@ def test_check_mode_on_a_fresh_host_creates_nothing(tmp_path, built):
     assert not (tmp_path / "etc").exists()
     assert not (tmp_path / "wheels").exists()
     # The wheel was built on the control host (a cache, not a change).
-    assert list(built.glob("*/ironic_accel-*.whl"))
+    assert list(built[1].glob("*/ironic_accel-*.whl"))
 
 
 def test_wheel_install_then_check_reports_ok(tmp_path, built):
