@@ -28,6 +28,7 @@ Each logs at start which files it read and which database it uses.
 
 import glob
 import os
+import sys
 
 from oslo_config import cfg
 from oslo_log import log
@@ -136,6 +137,8 @@ def prepare(argv, conf=None, default_config_files=None,
         logged at INFO (``cyborg-lite-manage`` writes it to stderr, keeping
         stdout for its output).
     :returns: the parsed ConfigOpts.
+    :raises SystemExit: code 2 after one line on stderr naming the file
+        and line, when a configuration file cannot be parsed.
     """
     conf = conf or new_conf()
     default_config_dirs = None
@@ -143,9 +146,16 @@ def prepare(argv, conf=None, default_config_files=None,
         named = config_from_environment()
         if named is not None:
             default_config_files, default_config_dirs = named
-    conf(argv, project=PROJECT, prog=prog,
-         default_config_files=default_config_files,
-         default_config_dirs=default_config_dirs)
+    try:
+        conf(argv, project=PROJECT, prog=prog,
+             default_config_files=default_config_files,
+             default_config_dirs=default_config_dirs)
+    except cfg.ConfigFileParseError as error:
+        # NOTE(docs): oslo.config's message already names the file and the
+        # line; a traceback around it would bury it. Exit code 2: the
+        # input is wrong and nothing was tried (console-scripts.rst).
+        print(f"{prog or PROJECT}: {error}", file=sys.stderr)
+        raise SystemExit(2)
     if setup_logging:
         log.setup(conf, PROJECT)
     line = (f"{prog or conf.prog or PROJECT}: "

@@ -12,11 +12,19 @@
 
 """Sphinx configuration: ``tox -e docs`` builds with warnings as errors."""
 
+import pathlib
+import sys
+
+# NOTE(docs): the project's own extensions (release notes) live beside the
+# sources.
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "_ext"))
+
 project = "ironic-accel"
 copyright = "ironic-accel developers"
 extensions = [
     "oslo_config.sphinxext",
     "oslo_policy.sphinxext",
+    "release_notes",
 ]
 exclude_patterns = ["build"]
 html_theme = "alabaster"

@@ -146,7 +146,13 @@ def main(argv=None):
     conf = new_conf()
     conf.register_cli_opt(cfg.SubCommandOpt(
         "command", title="Commands", handler=add_command_parsers))
-    conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
-         prog="ironic-accel-manage")
+    try:
+        conf(sys.argv[1:] if argv is None else argv, project=PROJECT,
+             prog="ironic-accel-manage")
+    except cfg.ConfigFileParseError as error:
+        # NOTE(docs): the message names the file and the line; exit code
+        # 2 as for every input error of this command.
+        print(f"ironic-accel-manage: {error}", file=sys.stderr)
+        raise SystemExit(2)
     log.setup(conf, "ironic_accel")
     sys.exit(conf.command.func(conf, conf.command))

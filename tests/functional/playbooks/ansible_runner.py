@@ -68,10 +68,11 @@ def cli_vars(ironic_url):
 
 
 def run_playbook(playbook, inventory, workdir, extra_vars=None, limit=None,
-                 timeout=600):
+                 timeout=600, check=False):
     """Run ``playbooks/<playbook>`` and return a :class:`PlaybookRun`.
 
     :param inventory: an inventory path, or a list of them (merged in order).
+    :param check: run with ``--check`` (Ansible's check mode).
     """
     workdir = pathlib.Path(workdir)
     env = dict(os.environ)
@@ -94,6 +95,8 @@ def run_playbook(playbook, inventory, workdir, extra_vars=None, limit=None,
         cmd += ["-e", json.dumps(extra_vars)]
     if limit:
         cmd += ["--limit", limit]
+    if check:
+        cmd.append("--check")
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=timeout)
     return PlaybookRun(proc.returncode, proc.stdout + proc.stderr)
