@@ -40,6 +40,7 @@ import requests
 
 from accel_tools import devserver
 from accel_tools import kube_standin
+from accel_tools import standalone
 from accel_tools.demo import example_inventory
 from accel_tools.demo import identities
 from accel_tools.demo import output
@@ -110,6 +111,9 @@ def _start_cyborg(directory):
         ("agent", "image_catalog_dir"): str(catalog),
         ("agent", "sim_program_seconds"): 1.0,
     }
+    # NOTE(demo): the standalone settings (noauth's roles, the agent inside
+    # the API with its sim driver) are set explicitly: none is a default.
+    standalone.apply(conf)
     for (group, name), value in sets.items():
         conf.set_override(name, value, group=group)
     db = db_engine.Database.from_conf(conf)

@@ -34,6 +34,7 @@ import grpc
 import requests
 
 from accel_tools import devserver
+from accel_tools import standalone
 from cyborg_lite import service
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.api import app as app_mod
@@ -101,7 +102,10 @@ class CyborgLite:
         inventory_file.write_text(json.dumps(self.document))
         catalog = _make_catalog(directory / "catalog")
         config = directory / "cyborg_lite.conf"
+        # NOTE(tests): the standalone settings first (the agent inside the
+        # API, the sim driver, noauth's roles); what follows wins.
         config.write_text(
+            standalone.ini_text() +
             f"[DEFAULT]\n"
             f"auth_strategy = {'keystone' if keystone else 'noauth'}\n"
             f"state_path = {directory}\n"
