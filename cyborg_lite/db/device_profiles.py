@@ -12,8 +12,8 @@
 
 """Queries of the ``device_profiles`` table."""
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from cyborg_lite import exception
 from cyborg_lite.db import engine
@@ -35,7 +35,7 @@ def create(session, name, groups, description=None,
     session.add(profile)
     try:
         session.flush()
-    except sa_exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         raise exception.DeviceProfileExists(name=name)
     return profile
 
