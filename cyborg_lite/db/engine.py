@@ -34,6 +34,7 @@ import functools
 import logging as std_logging
 import os
 import re
+import time
 import uuid as uuidlib
 
 from oslo_db import api as oslo_db_api
@@ -220,10 +221,50 @@ def _server_engine(url, options):
         engine.dialect.set_isolation_level(dbapi_connection,
                                            "READ COMMITTED")
 
+    _ping_when_idle(engine)
     # NOTE(cyborg_lite): create_engine may have opened a connection (its
-    # connect-at-start check) before the listener above existed.
+    # connect-at-start check) before the listeners above existed.
     engine.dispose()
     return engine
+
+
+#: a pooled connection unused for longer than this is pinged before use.
+PING_AFTER_IDLE = 1.0
+_LAST_USED = "cyborg_lite_last_used"
+
+
+def _ping_when_idle(engine):
+    """Ping a pooled connection on checkout only when it sat idle.
+
+    oslo.db turns SQLAlchemy's pre-ping on: a round trip before every
+    transaction, a fifth of those of an ARQ cycle. What it guards against
+    (a server restarted, or a connection its wait_timeout closed, while the
+    connection sat in the pool) happens to idle connections; a connection
+    that served a request a moment ago is used as is, and should its server
+    have gone in that moment, the request answers 503 and the pool is
+    dropped, as for any lost connection.
+    """
+    # NOTE(cyborg_lite): no public switch: oslo.db's create_engine always
+    # passes pool_pre_ping=True.
+    engine.pool._pre_ping = False
+
+    @event.listens_for(engine, "connect")
+    @event.listens_for(engine, "checkin")
+    def _stamp(dbapi_connection, record):
+        if record is not None:
+            record.info[_LAST_USED] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection, record, proxy):
+        if time.monotonic() - record.info.get(_LAST_USED, 0) <= \
+                PING_AFTER_IDLE:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            # NOTE(cyborg_lite): the pool retries with a new connection;
+            # the others in the pool are as stale as this one.
+            raise sa.exc.InvalidatePoolError(str(error)) from error
 
 
 def _make_engine(url, options):
@@ -236,6 +277,18 @@ def _make_engine(url, options):
     # NOTE(cyborg_lite): inserted first, to run before oslo.db's filters.
     event.listen(engine, "handle_error", _mark_unreachable, insert=True)
     return engine
+
+
+def _reader_options(engine):
+    options = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":
+        # NOTE(cyborg_lite): under READ COMMITTED every statement reads its
+        # own snapshot anyway, so a read-only transaction loses nothing in
+        # autocommit, and saves the BEGIN and COMMIT round trips psycopg2
+        # would make (switching autocommit is client-side there; pymysql
+        # would spend a round trip on each switch).
+        options["isolation_level"] = "AUTOCOMMIT"
+    return options
 
 
 class Database:
@@ -254,7 +307,7 @@ class Database:
         self._sessionmaker = orm.sessionmaker(self.engine,
                                               expire_on_commit=False)
         self._reader = orm.sessionmaker(
-            self.engine.execution_options(**{READ_ONLY: True}),
+            self.engine.execution_options(**_reader_options(self.engine)),
             expire_on_commit=False)
         self._retrying = oslo_db_api.wrap_db_retry(
             retry_interval=FIRST_RETRY_INTERVAL,

@@ -20,6 +20,7 @@ connections in the pool are reset under the API, new ones refused.
 
 import json
 import logging
+import time
 
 import pytest
 
@@ -110,3 +111,17 @@ def test_database_down_at_the_first_request_is_503(cut_able):
     response = app.test_client().get("/v2/device_profiles",
                                      headers=cyborg_fixture.MEMBER)
     assert response.status_code == 200
+
+
+def test_connections_idle_across_a_restart_are_replaced_unseen(cut_able):
+    cyborg, proxy = cut_able
+    client = cyborg.client
+    assert client.get("/v2/device_profiles",
+                      headers=cyborg_fixture.MEMBER).status_code == 200
+    # The server goes away and comes back while the pool sits idle.
+    proxy.cut()
+    proxy.restore()
+    time.sleep(db_engine.PING_AFTER_IDLE + 0.2)
+    response = client.get("/v2/device_profiles",
+                          headers=cyborg_fixture.MEMBER)
+    assert response.status_code == 200, response.get_data(as_text=True)
