@@ -24,8 +24,10 @@ import time
 
 import pytest
 
+from cyborg_lite import periodics as periodics_mod
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import leases as lease_db
 from tests.fixtures import cyborg as cyborg_fixture
 from tests.fixtures import databases
 from tests.fixtures import tcp_proxy
@@ -125,3 +127,21 @@ def test_connections_idle_across_a_restart_are_replaced_unseen(cut_able):
     response = client.get("/v2/device_profiles",
                           headers=cyborg_fixture.MEMBER)
     assert response.status_code == 200, response.get_data(as_text=True)
+
+
+def test_background_pass_logs_one_line_while_the_database_is_lost(
+        cut_able, caplog):
+    cyborg, proxy = cut_able
+    work = periodics_mod.Periodics(cyborg.conf, cyborg.db, None)
+    task = periodics_mod.Task(
+        "read-lease", "Reading a lease", 0,
+        lambda: lease_db.get(cyborg.db, "programming"), at_start=True)
+    proxy.cut()
+    with caplog.at_level(logging.WARNING):
+        work._loop(task)  # one pass: interval 0
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(records) == 1, [r.getMessage() for r in records]
+    assert not records[0].exc_info
+    assert records[0].getMessage().startswith(
+        "Reading a lease skipped, the database is unreachable; trying "
+        "again in 0 s: ")
