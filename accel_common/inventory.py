@@ -286,3 +286,31 @@ def function_trait(vendor, function_id):
 
 
 FUNCTION_TRAIT_PREFIX = "CUSTOM_FPGA_FUNCTION_ID_"
+
+#: cyborg_lite's lock traits: a region whose content is pinned (an attach
+#: handle of its programming unit in use, or a programming run under way)
+#: carries exactly one, naming what it is pinned to (:func:`lock_trait`).
+LOCK_TRAIT_PREFIX = "CUSTOM_ACCEL_LOCKED_"
+
+#: Placement's limit on a trait name.
+_TRAIT_MAX = 255
+
+
+def lock_trait(function_id=None, bitstream_id=None):
+    """The lock trait of a region pinned to ``function_id`` (or, without
+    one, ``bitstream_id``; with neither: to no function at all).
+
+    ``CUSTOM_ACCEL_LOCKED_FN_<FUNCTION>``, ``CUSTOM_ACCEL_LOCKED_BS_<ID>``
+    or ``CUSTOM_ACCEL_LOCKED_EMPTY``; a name over Placement's 255
+    characters is cut and ends with a digest of the whole.
+    """
+    if function_id:
+        name = LOCK_TRAIT_PREFIX + "FN_" + trait_fragment(function_id)
+    elif bitstream_id:
+        name = LOCK_TRAIT_PREFIX + "BS_" + trait_fragment(bitstream_id)
+    else:
+        return LOCK_TRAIT_PREFIX + "EMPTY"
+    if len(name) > _TRAIT_MAX:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:16].upper()
+        name = f"{name[:_TRAIT_MAX - 17]}_{digest}"
+    return name

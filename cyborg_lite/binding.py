@@ -21,7 +21,18 @@ resolved state, never a ``BindStarted`` left behind.
 
 An ARQ whose region must first be programmed stays ``BindStarted`` after the
 PATCH (its handle reserved, the region ``programming``); the programmer
-resolves it in the background (:mod:`cyborg_lite.programming`).
+resolves it in the background (:mod:`cyborg_lite.programming`). So does an
+ARQ that asks for no function and finds its region being programmed: it
+joins the run, whatever it loads.
+
+Nova 34 does not reschedule a failed bind (a 409 puts the server in ERROR),
+so the bind does what it can before refusing: when the region Nova
+allocated cannot serve the group (another boot locked or took it since it
+was scheduled), the instance's allocation is moved to a region of the same
+host that can (:mod:`cyborg_lite.programming.siblings`); and what would
+only fail later on the host (no image for the function) is asked of the
+agent before the PATCH is answered. After the commit, the lock traits of
+the regions touched are written (:mod:`cyborg_lite.programming.locks`).
 """
 
 import uuid as uuidlib
@@ -36,10 +47,39 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import regions
 
+#: conflicts that say "this region cannot serve the group now", which a
+#: sibling region of the same host may still serve.
+SIBLING_MAY_SERVE = (exception.NoFreeAttachHandle,
+                     exception.DeployableNotReady,
+                     prog_exception.RegionBusy, prog_exception.RegionInUse,
+                     prog_exception.RegionNotProgrammable)
+
+#: how many times one PATCH moves an ARQ to a sibling region.
+MAX_SIBLING_MOVES = 3
+
 LOG = logging.getLogger(__name__)
 
 #: group keys that ask for a function in the region.
 PROGRAMMING_KEYS = ("accel:function_id", "accel:bitstream_id")
+
+
+class RegionCannotServe(exception.Conflict):
+    """The region given for ``arq`` cannot serve its group now (the
+    ``cause``); carries what a move to a sibling region needs."""
+
+    msg_fmt = "%(reason)s"
+
+    def __init__(self, cause, arq, group, fields):
+        super().__init__(reason=cause.message)
+        self.cause = cause
+        self.arq = arq
+        self.group = group
+        self.fields = fields
+
+
+class NoRegionCanServe(exception.Conflict):
+    msg_fmt = ("%(reason)s No other region of host %(host)s can serve "
+               "ARQ %(arq)s now.")
 
 
 class InstanceAlreadyBound(exception.Invalid):
@@ -102,16 +142,28 @@ def _load_arqs(session, uuids, project_id):
     return _all_found(uuids, {arq.uuid: arq for arq in found})
 
 
-def _instant_target(session, deployable, device, group):
+#: :func:`_instant_target`'s answer for a region being programmed that the
+#: ARQ joins.
+JOIN = object()
+
+
+def _instant_target(session, deployable, device, group, can_join):
     """Re-read the region under a shared lock for an instant bind.
 
-    :returns: the fresh row, or None when it needs programming after all.
-    :raises DeployableNotReady: when it is programming, in error or on a
-        disabled device.
+    :param can_join: a programming run can be joined (a group asking for
+        no function does not care what the run loads).
+    :returns: the fresh row; None when it needs programming after all;
+        :data:`JOIN` when the ARQ waits for the run under way.
+    :raises DeployableNotReady: when it is programming (and cannot be
+        joined), in error or on a disabled device.
     """
     deployable = regions.lock_shared(session, deployable.id)
     if needs_programming(group, deployable) is not None:
         return None
+    if (can_join and deployable.state == regions.PROGRAMMING
+            and device.status == "enabled"
+            and not any(group.get(key) for key in PROGRAMMING_KEYS)):
+        return JOIN
     if deployable.state != regions.READY or device.status != "enabled":
         state = deployable.state
         if state == regions.PROGRAMMING:
@@ -181,7 +233,7 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise InstanceAlreadyBound(
                 instance=instance,
                 arqs=f" ({exception.some(visible)})" if visible else "")
-    bound, jobs = [], []
+    bound, jobs, touched = [], [], set()
     for arq_uuid, fields in binds.items():
         arq, group = arqs[arq_uuid]
         if _is_repeat(arq, fields):
@@ -197,44 +249,66 @@ def _reserve(session, binds, project_id, programmer, notify):
         if deployable is None:
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
-        if needs_programming(group, deployable) is None:
-            fresh = _instant_target(session, deployable, device, group)
-            if fresh is not None:
-                if _bind_instantly(session, arq, fields, fresh, notify):
-                    bound.append(arq.uuid)
-                continue
-        if device.status != "enabled":
-            raise exception.DeployableNotReady(
-                deployable=deployable.uuid,
-                state=f"on a {device.status} device")
-        if programmer is None:
-            wanted = needs_programming(group, deployable)
-            running = (deployable.function_id or deployable.bitstream_id
-                       or "nothing")
-            raise exception.ProgrammingUnavailable(
-                deployable=deployable.uuid, running=running,
-                arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
-        states.move(session, arq, states.BIND_STARTED, **fields)
-        # NOTE(cyborg_lite): the programmer takes over from BindStarted:
-        # region taken, handle reserved; Bound or BindFailed come later.
-        jobs.append(programmer.start(session, arq, deployable, group))
-    return bound, jobs
+        try:
+            done, job = _bind_one(session, arq, group, fields, deployable,
+                                  device, programmer, notify)
+        except SIBLING_MAY_SERVE as error:
+            raise RegionCannotServe(error, arq.uuid, group, fields)
+        touched.add(deployable.id)
+        if done:
+            bound.append(arq.uuid)
+        jobs.append(job)
+    return bound, jobs, touched
 
 
-def _fail(session, binds, project_id, notify=False):
+def _bind_one(session, arq, group, fields, deployable, device, programmer,
+              notify):
+    """Bind one ARQ to ``deployable`` now, or start (or join) the
+    programming it needs.
+
+    :returns: ``(bound now, job to launch or None)``.
+    """
+    if needs_programming(group, deployable) is None:
+        fresh = _instant_target(session, deployable, device, group,
+                                can_join=programmer is not None)
+        if fresh is JOIN:
+            states.move(session, arq, states.BIND_STARTED, **fields)
+            programmer.hold(session, arq, deployable)
+            return False, None
+        if fresh is not None:
+            return _bind_instantly(session, arq, fields, fresh,
+                                   notify), None
+    if device.status != "enabled":
+        raise exception.DeployableNotReady(
+            deployable=deployable.uuid,
+            state=f"on a {device.status} device")
+    if programmer is None:
+        wanted = needs_programming(group, deployable)
+        running = (deployable.function_id or deployable.bitstream_id
+                   or "nothing")
+        raise exception.ProgrammingUnavailable(
+            deployable=deployable.uuid, running=running,
+            arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
+    states.move(session, arq, states.BIND_STARTED, **fields)
+    # NOTE(cyborg_lite): the programmer takes over from BindStarted:
+    # region taken, handle reserved; Bound or BindFailed come later.
+    return False, programmer.start(session, arq, deployable, group)
+
+
+def _fail(session, binds, project_id):
     arqs = arq_db.get_all(session, project_id=project_id,
                            uuids=list(binds))
     failed = []
     for arq in arqs:
         if arq.state in states.BINDABLE:
             states.move(session, arq, states.BIND_FAILED,
-                        notification="pending" if notify else None,
-                        **binds[arq.uuid])
+                        notification=None, **binds[arq.uuid])
             failed.append(arq.uuid)
     return failed
 
 
-def bind(db, binds, project_id=None, programmer=None, notify=True):
+def bind(db, binds, project_id=None, programmer=None, notify=True,
+         locks=None, siblings=None, defer=None):
     """Bind ARQs, all or nothing.
 
     ARQs whose region must be programmed first stay ``BindStarted``; the
@@ -246,11 +320,17 @@ def bind(db, binds, project_id=None, programmer=None, notify=True):
     :param programmer: a :class:`cyborg_lite.programming.programmer.
         Programmer`, or None (programming at bind time unavailable).
     :param notify: mark new binds for a Nova event.
+    :param locks: a :class:`~cyborg_lite.programming.locks.LockTraits`
+        (None: lock traits are not written).
+    :param siblings: a :class:`~cyborg_lite.programming.siblings.
+        SiblingMover` (None: an ARQ is bound where Nova said or not at all).
+    :param defer: called with the lock trait write, to run it once the
+        answer is sent (None: written before returning).
     :raises ARQNotFound, ResourceProviderNotFound: 404.
     :raises ARQBadState, NoFreeAttachHandle, ProgrammingUnavailable,
-        ProgrammingConflict: 409; the PATCH's bindable ARQs are left
-        ``BindFailed`` (for a programming conflict Nova also gets a
-        ``failed`` event, so it reschedules).
+        ProgrammingConflict: 409, when no region of the host can serve;
+        the PATCH's bindable ARQs are left ``BindFailed`` (Nova 34 puts
+        the server in ERROR; it does not reschedule).
     :raises InstanceAlreadyBound: 400.
     :returns: uuids of the ARQs this call bound (identical repeats and
         ARQs waiting for programming are not included).
@@ -262,20 +342,105 @@ def bind(db, binds, project_id=None, programmer=None, notify=True):
         for arq, fields in binds.items()}
     for fields in binds.values():
         fields.pop("project_id", None)
+    tried, touched, bound = {}, set(), []
     try:
-        bound, jobs = db.run(_reserve, binds, project_id, programmer, notify)
+        while True:
+            try:
+                bound, jobs, touched = db.run(_reserve, binds, project_id,
+                                              programmer, notify)
+                break
+            except RegionCannotServe as error:
+                moved = _to_sibling(siblings, error, tried)
+                if moved is not None:
+                    binds[error.arq]["device_rp_uuid"] = moved
+                    continue
+                if siblings is None or not siblings.enabled:
+                    raise error.cause
+                raise NoRegionCanServe(reason=error.message, arq=error.arq,
+                                       host=error.fields["hostname"])
+        jobs = [job for job in jobs if job is not None]
+        if jobs:
+            _refuse_jobs_without_image(db, programmer, jobs, binds)
     except (exception.ResourceProviderNotFound,
             exception.Conflict) as error:
-        events = (notify and programmer is not None
-                  and isinstance(error, prog_exception.ProgrammingConflict))
-        failed = db.run(_fail, binds, project_id, events)
-        LOG.info("Bind of %s failed: %s", ", ".join(binds), error.message)
-        if events:
-            programmer.notify(failed)
+        # NOTE(cyborg_lite): the 409 is how Nova learns it (no event: Nova
+        # 34 handles a failed bind reliably only as the PATCH's answer).
+        if bound:
+            db.run(_undo_instant, bound)
+        failed = db.run(_fail, binds, project_id)
+        LOG.info("Bind of %s failed: %s", ", ".join(failed) or
+                 ", ".join(binds), error.message)
+        _sync_locks(locks, touched, defer)
         raise
+    _sync_locks(locks, touched, defer)
     if jobs and programmer is not None:
         programmer.launch(jobs)
     return bound
+
+
+def _sync_locks(locks, deployable_ids, defer=None):
+    if locks is None or not deployable_ids:
+        return
+    if defer is None:
+        locks.sync(deployable_ids)
+    else:
+        # NOTE(cyborg_lite): the scheduler reads the trait; the bind itself
+        # is decided by the database. Writing it after the answer keeps its
+        # Placement calls off Nova's boot path.
+        defer(lambda: locks.sync(deployable_ids))
+
+
+def _undo_instant(session, arq_uuids):
+    """Unbind what a PATCH bound at once before one of its programming
+    runs was refused (the PATCH is all or nothing)."""
+    _unbind_rows(session, arq_db.get_all(session, uuids=arq_uuids))
+
+
+def _to_sibling(siblings, error, tried):
+    """Move the instance's allocation away from a region that cannot serve
+    the group; the new provider, or None."""
+    if siblings is None:
+        return None
+    arq_tried = tried.setdefault(error.arq, set())
+    if len(arq_tried) >= MAX_SIBLING_MOVES:
+        return None
+    rp_uuid = error.fields["device_rp_uuid"]
+    arq_tried.add(rp_uuid)
+    try:
+        moved = siblings.move(error.fields["instance_uuid"], rp_uuid,
+                              error.group, avoid=arq_tried)
+    except Exception as exc:
+        LOG.warning("ARQ %s: no sibling of region %s looked up: %s",
+                    error.arq, rp_uuid, exc)
+        return None
+    if moved is not None:
+        LOG.info("ARQ %s: region %s cannot serve it (%s); bound to %s of "
+                 "the same host instead", error.arq, rp_uuid, error.message,
+                 moved)
+    return moved
+
+
+def _refuse_jobs_without_image(db, programmer, jobs, binds):
+    """Ask the agents for the images the jobs need before launching any;
+    when one is missing, give every job's regions back and raise.
+
+    :raises NoImageForTarget: (409) naming the first job refused.
+    """
+    refused = programmer.check_images(jobs)
+    if not refused:
+        return
+    job, cause = refused[0]
+    reason = (cause.message if hasattr(cause, "message") else str(cause))
+    others = []
+    for each in jobs:
+        failed = programmer.abandon(
+            each, f"not programmed: no image for {job.target} ({reason})")
+        others += [uuid for uuid in failed if uuid not in binds]
+    # NOTE(cyborg_lite): ARQs of other PATCHes that joined these runs were
+    # answered 202 already: they learn it from a failed event.
+    programmer.notify(others)
+    raise prog_exception.NoImageForTarget(
+        deployable=job.regions[0].uuid, asked=job.target, reason=reason)
 
 
 def _unbind_rows(session, arqs):
@@ -286,7 +451,7 @@ def _unbind_rows(session, arqs):
                     deployable_id=None, notification=None)
 
 
-def unbind(db, arq_uuids, project_id=None):
+def unbind(db, arq_uuids, project_id=None, locks=None, defer=None):
     """Unbind ARQs: free their handles, clear host/RP/instance.
 
     Repeating it is harmless. :raises ARQNotFound: for unknown ARQs.
@@ -294,14 +459,17 @@ def unbind(db, arq_uuids, project_id=None):
     uuids = [canonical_uuid(u) for u in arq_uuids]
 
     def _run(session):
-        arqs = _load_arqs(session, uuids, project_id)
-        _unbind_rows(session, list(arqs.values()))
+        arqs = list(_load_arqs(session, uuids, project_id).values())
+        regions_held = {a.deployable_id for a in arqs if a.deployable_id}
+        _unbind_rows(session, arqs)
+        return regions_held
 
-    db.run(_run)
+    released = db.run(_run)
+    _sync_locks(locks, released, defer)
 
 
 def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
-           is_service=False):
+           is_service=False, locks=None, defer=None):
     """Delete ARQs by uuid list or by instance, unbinding them first.
 
     By uuids: deletes those that exist, then raises ARQNotFound naming the
@@ -324,9 +492,11 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
                     roles="the service token roles")
         handle_db.release(session, [a.id for a in arqs])
         gone = arq_db.delete_rows(session, [a.id for a in arqs])
-        return {a.uuid for a in arqs if a.id in gone}
+        return ({a.uuid for a in arqs if a.id in gone},
+                {a.deployable_id for a in arqs if a.deployable_id})
 
-    deleted = db.run(_run)
+    deleted, released = db.run(_run)
+    _sync_locks(locks, released, defer)
     if arq_uuids is not None:
         missing = [u for u in arq_uuids if u not in deleted]
         if missing:

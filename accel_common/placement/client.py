@@ -228,6 +228,23 @@ class Client:
         return self.request(
             "GET", f"/resource_providers/{rp_uuid}/usages")["usages"]
 
+    def candidates(self, params):
+        """``GET /allocation_candidates`` with ``params``; the answer's
+        ``allocation_requests`` and ``provider_summaries``."""
+        return self.request("GET", "/allocation_candidates", params=params)
+
+    def consumer_allocations(self, consumer):
+        """A consumer's allocations as ``PUT /allocations`` takes them
+        back: ``allocations``, ``consumer_generation``, ``project_id``,
+        ``user_id`` (and ``consumer_type``)."""
+        return self.request("GET", f"/allocations/{consumer}")
+
+    def put_consumer_allocations(self, consumer, body):
+        """Replace a consumer's allocations (consumer-generation checked:
+        a concurrent change answers ``placement.concurrent_update``)."""
+        self.request("PUT", f"/allocations/{consumer}", json=body,
+                     ok=(204,))
+
     def ensure_traits(self, traits):
         """Create the custom traits Placement may not know yet."""
         for trait in sorted(traits):

@@ -138,6 +138,19 @@ class AgentManager:
                     region_id=region.region_id)
 
     @_wrap_errors
+    def find_image(self, ctxt, bitstream_id=None, function_id=None):
+        """The image :meth:`program_region` would load, without loading it
+        (the API asks before it takes a region for programming).
+
+        :returns: the image's description (``Image.as_dict``).
+        :raises ImageNotFound, ImageAmbiguous, InvalidRequest:
+        """
+        image_source = self._image_source or images.source(self._conf)
+        return images.resolve(self._conf, bitstream_id=bitstream_id,
+                              function_id=function_id,
+                              image_source=image_source).as_dict()
+
+    @_wrap_errors
     def program_region(self, ctxt, pci_address, region_id,
                        bitstream_id=None, function_id=None):
         """Resolve the image, download and verify it, program, read back.

@@ -148,6 +148,13 @@ class AgentAPI:
                           region_id=region_id, bitstream_id=bitstream_id,
                           function_id=function_id)
 
+    def find_image(self, host, bitstream_id=None, function_id=None,
+                   timeout=None):
+        """The image ``host``'s agent would program for this target
+        (:meth:`~cyborg_lite.agent.manager.AgentManager.find_image`)."""
+        return self._call(host, "find_image", timeout=timeout,
+                          bitstream_id=bitstream_id, function_id=function_id)
+
     def reset_region(self, host, pci_address, region_id):
         """Clear a region (no function, ``error`` forgotten)."""
         return self._call(host, "reset_region", heartbeat=True,

@@ -34,7 +34,10 @@ from cyborg_lite.api import validation
 from cyborg_lite.conf import api as api_conf
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import schema as schema_mod
+from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import programmer as programmer_mod
+from cyborg_lite.programming import providers as providers_mod
+from cyborg_lite.programming import siblings as siblings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -61,6 +64,12 @@ class Services:
     #: whether the database's schema is current
     #: (:class:`cyborg_lite.db.schema.Guard`).
     schema: typing.Any = None
+    #: the regions' lock traits in Placement
+    #: (:class:`cyborg_lite.programming.locks.LockTraits`).
+    locks: typing.Any = None
+    #: moves a bind to a sibling region
+    #: (:class:`cyborg_lite.programming.siblings.SiblingMover`).
+    siblings: typing.Any = None
 
     def stop(self):
         """Stop the background work and wait for the programming runs."""
@@ -151,13 +160,18 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         periodics.start()
     elif programmer is not None and programmer.notifier is None:
         programmer.notifier = notifier
+    providers = (programmer.providers if programmer is not None
+                 else providers_mod.RegionProviders(conf))
+    locks = (programmer.locks if programmer is not None
+             else locks_mod.LockTraits(db, providers))
     app = flask.Flask("cyborg_lite")
     app.json.sort_keys = False
     app.url_map.strict_slashes = False
     app.extensions["cyborg_lite"] = Services(
         conf=conf, db=db, enforcer=policy.make_enforcer(conf),
         notifier=notifier, programmer=programmer, periodics=periodics,
-        schema=guard)
+        schema=guard, locks=locks,
+        siblings=siblings_mod.SiblingMover(db, providers))
 
     # Middleware, innermost first: identity and microversion per request,
     # version headers on /v2 replies, one error handler for everything.

@@ -46,6 +46,15 @@ programming_opts = [
         help="Seconds between reconciler runs in each API process (settle "
              "stuck programming runs and ARQs, check regions in error, fill "
              "function pools). 0 runs it only once, at start."),
+    cfg.IntOpt(
+        "image_check_timeout",
+        default=10, min=1,
+        help="Seconds a bind that needs programming waits for the host "
+             "agent to say which image it would load. Nova 34 does not "
+             "reschedule a failed bind and handles a failure reliably only "
+             "when it is the answer to its bind PATCH, so a missing image "
+             "(or an agent that does not answer in time) refuses the bind "
+             "with 409 before anything is sent to the device."),
     cfg.BoolOpt(
         "reconcile_on_start",
         default=True,

@@ -71,6 +71,27 @@ def in_use_by_deployable(session):
         .group_by(models.AttachHandle.deployable_id)).all())
 
 
+def in_use_counts(session, deployable_ids):
+    """``{deployable id: attach handles in use}`` of these deployables
+    (only those with one)."""
+    if not deployable_ids:
+        return {}
+    return dict(session.execute(
+        sa.select(models.AttachHandle.deployable_id,
+                  sa.func.count(models.AttachHandle.id))
+        .where(models.AttachHandle.deployable_id.in_(deployable_ids),
+               models.AttachHandle.in_use.is_(True))
+        .group_by(models.AttachHandle.deployable_id)).all())
+
+
+def free_count(session, deployable_id):
+    """How many live attach handles of a deployable are free."""
+    return session.execute(
+        sa.select(sa.func.count(_H.id)).where(
+            _H.deployable_id == deployable_id, _H.in_use.is_(False),
+            _H.retired.is_(False))).scalar_one()
+
+
 def in_use_count(session, deployable_ids):
     """How many attach handles of these deployables are held by ARQs."""
     return session.execute(

@@ -92,3 +92,33 @@ def with_devices_of_types(session, device_types):
                models.Device.retired.is_(False),
                models.Device.type.in_(device_types))
         .order_by(models.Deployable.id)).all()
+
+
+def with_devices_for_locks(session, deployable_ids=None):
+    """``[(deployable, device)]`` of live deployables (these, or all), with
+    every other live region of a ``single``-mode device among them: the
+    regions whose lock state the caller works out together."""
+    D, V = models.Deployable, models.Device
+    stmt = (sa.select(D, V).join(V, D.device_id == V.id)
+            .where(D.retired.is_(False)))
+    if deployable_ids is not None:
+        if not deployable_ids:
+            return []
+        single = (sa.select(D.device_id).join(V, D.device_id == V.id)
+                  .where(D.id.in_(deployable_ids),
+                         V.program_mode == "single"))
+        stmt = stmt.where(sa.or_(D.id.in_(deployable_ids),
+                                 D.device_id.in_(single)))
+    return [tuple(row) for row in session.execute(stmt.order_by(D.id))]
+
+
+def contents(session):
+    """The distinct ``(function_id, bitstream_id)`` pairs live regions run
+    or are being programmed with (targets included)."""
+    D = models.Deployable
+    live = D.retired.is_(False)
+    rows = session.execute(sa.union(
+        sa.select(D.function_id, D.bitstream_id).where(live),
+        sa.select(D.target_function_id, D.target_bitstream_id)
+        .where(live, D.state == "programming"))).all()
+    return {tuple(row) for row in rows}

@@ -10,14 +10,22 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Errors of region programming, answered as 409 like the bind conflicts."""
+"""Errors of region programming, answered as 409 like the bind conflicts.
+
+Nova 34 does not reschedule a failed bind: a 409 to its bind PATCH puts the
+server in ERROR at once (nova-conductor raises
+``AcceleratorRequestBindingFailed``), and so does a ``failed`` event. What
+cyborg_lite can know while it handles the PATCH is therefore answered there,
+synchronously; the scheduler is kept away from regions that cannot serve a
+group by their lock traits (:mod:`~cyborg_lite.programming.locks`).
+"""
 
 from cyborg_lite import exception
 
 
 class ProgrammingConflict(exception.Conflict):
-    """A bind that needs programming cannot have it now; the ARQ is
-    ``BindFailed`` and Nova gets a ``failed`` event (it reschedules)."""
+    """A bind that needs programming cannot have it now: the PATCH answers
+    409 and its ARQs are ``BindFailed`` (Nova puts the server in ERROR)."""
 
     msg_fmt = "Region %(deployable)s cannot be programmed: %(reason)s"
 
@@ -48,3 +56,11 @@ class ProgrammingFailed(exception.CyborgLiteException):
 
     code = 500
     msg_fmt = "%(reason)s"
+
+
+class NoImageForTarget(ProgrammingConflict):
+    """Found before anything is sent to the device: no image carries what
+    the group asks for, or the host's agent cannot say which does."""
+
+    msg_fmt = ("Region %(deployable)s cannot be programmed with %(asked)s: "
+               "%(reason)s")

@@ -57,6 +57,7 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
 from cyborg_lite.programming import exception as prog_exception
+from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import regions
 
@@ -84,6 +85,9 @@ class Job:
     function_id: str = None
     bitstream_id: str = None
     reset: bool = False
+    #: {region id: (function_id, bitstream_id)} before the run took them,
+    #: to give them back when it is abandoned before the agent starts.
+    previous: dict = dataclasses.field(default_factory=dict)
 
     @property
     def ids(self):
@@ -143,6 +147,7 @@ class Programmer:
         self.db = db
         self.notifier = notifier
         self.providers = providers or region_providers.RegionProviders(conf)
+        self.locks = locks_mod.LockTraits(db, self.providers)
         self.owner = f"{os.getpid()}-{uuidlib.uuid4().hex}"
         self._agent_api = agent_api
         self._embedded = None
@@ -196,7 +201,7 @@ class Programmer:
             if (deployable.target_function_id,
                     deployable.target_bitstream_id) == (function_id,
                                                         bitstream_id):
-                self._hold(session, arq, deployable)
+                self.hold(session, arq, deployable)
                 return None
             raise prog_exception.RegionBusy(
                 deployable=deployable.uuid, arq=arq.uuid, asked=asked,
@@ -205,11 +210,17 @@ class Programmer:
         job = self.begin(session, deployable, device, function_id,
                           bitstream_id, allowed=(regions.READY,),
                           arq=arq.uuid)
-        self._hold(session, arq, deployable)
+        self.hold(session, arq, deployable)
         return job
 
     @staticmethod
-    def _hold(session, arq, deployable):
+    def hold(session, arq, deployable):
+        """Reserve a free attach handle of ``deployable`` for ``arq``
+        (``BindStarted``), which then waits for the region's programming
+        run.
+
+        :raises NoFreeAttachHandle:
+        """
         handle = handle_db.take_free(session, deployable.id, arq.id)
         if handle is None:
             raise exception.NoFreeAttachHandle(
@@ -229,6 +240,7 @@ class Programmer:
                  else regions.target_text(function_id, bitstream_id))
         running = regions.running_text(deployable)
         unit = regions.unit_of(session, deployable, device)
+        previous = {d.id: (d.function_id, d.bitstream_id) for d in unit}
         refused = regions.begin(session, unit, self.owner, function_id,
                                 bitstream_id, allowed=allowed)
         if refused is not None:
@@ -257,7 +269,57 @@ class Programmer:
                    host=device.hostname, pci_address=device.pci_address,
                    vendor=vendor_fragment(device),
                    function_id=function_id, bitstream_id=bitstream_id,
-                   reset=reset)
+                   reset=reset, previous=previous)
+
+    def check_images(self, jobs):
+        """Ask each job's agent which image it would load, before the
+        region is touched (the bind path: what fails here is answered to
+        Nova's PATCH instead of as a late ``failed`` event).
+
+        :returns: ``[(job, error)]`` of the jobs that cannot run: no image,
+            more than one, or an agent that did not answer.
+        """
+        refused = []
+        for job in jobs:
+            if job is None or job.reset:
+                continue
+            try:
+                self.agent_api().find_image(
+                    self.agent_host(job.host), bitstream_id=job.bitstream_id,
+                    function_id=job.function_id,
+                    timeout=self.conf.programming.image_check_timeout)
+            except Exception as error:
+                refused.append((job, error))
+        return refused
+
+    def abandon(self, job, reason):
+        """Give a job's regions back as they were, before the agent was
+        asked to do anything: ``ready`` with their previous content; the
+        ARQs waiting for them ``BindFailed`` with their handles released.
+
+        :returns: the uuids of those ARQs.
+        """
+        notify = self.notifies
+
+        def _run(session):
+            if not regions.abandon(session, job.previous, self.owner,
+                                   reason):
+                return []
+            arqs = regions.waiting_arqs(session, job.ids)
+            handle_db.release(session, [a.id for a in arqs])
+            for arq in arqs:
+                arq_states.move(session, arq, arq_states.BIND_FAILED,
+                                deployable_id=None,
+                                notification="pending" if notify else None)
+            return [a.uuid for a in arqs]
+
+        failed = self.db.run(_run)
+        with self._lock:
+            self._owned.difference_update(job.ids)
+        self.locks.sync(job.ids)
+        LOG.info("Programming %s on %s %s abandoned before it started: %s",
+                 job.target, job.host, job.pci_address, reason)
+        return failed
 
     def launch(self, jobs):
         """Run ``jobs`` in the background (after their transaction
@@ -385,6 +447,7 @@ class Programmer:
             return bound
 
         bound = self.db.run(_run)
+        self.locks.sync(job.ids)
         if bound is None:
             LOG.warning("Programming of %s finished after its lease was "
                         "taken over; the reconciler settles it",
@@ -417,6 +480,7 @@ class Programmer:
         # NOTE(cyborg_lite): reserved stays = total: a region in error must
         # not be scheduled to until it is reconciled or reset.
         self.update_placement(job, None, restore=False)
+        self.locks.sync(job.ids)
         if failed is None:
             return Outcome(ok=False, error=message)
         self.notify(failed)

@@ -133,23 +133,46 @@ class RegionProviders:
             generation read before asking, cannot land over its work.
         :returns: as :meth:`reserve`.
         """
+        return self._replace_traits(rp_uuid, inventory.FUNCTION_TRAIT_PREFIX,
+                                    trait, "setting the function trait",
+                                    still_wanted)
+
+    def set_lock_trait(self, rp_uuid, wanted):
+        """Replace the provider's lock trait
+        (``CUSTOM_ACCEL_LOCKED_*``) with the one ``wanted()`` names.
+
+        ``wanted`` is asked after the provider was read, so a lock state
+        that changed before this write is the one written, and one that
+        changes after it makes a later call of its own (see
+        :mod:`~cyborg_lite.programming.locks`).
+
+        :param wanted: callable answering the trait, or None for none.
+        :returns: as :meth:`reserve`.
+        """
+        return self._replace_traits(rp_uuid, inventory.LOCK_TRAIT_PREFIX,
+                                    wanted, "setting the lock trait")
+
+    def _replace_traits(self, rp_uuid, prefix, trait, what,
+                        still_wanted=None):
+        """Replace the provider's traits starting with ``prefix`` by
+        ``trait`` (a name, None, or a callable asked after the read)."""
         if not self.enabled:
             return None
         client = self.client()
 
         def _apply():
             generation, traits = client.traits(rp_uuid)
-            wanted = {t for t in traits
-                      if not t.startswith(inventory.FUNCTION_TRAIT_PREFIX)}
-            if trait:
-                wanted.add(trait)
+            wanted = {t for t in traits if not t.startswith(prefix)}
+            name = trait() if callable(trait) else trait
+            if name:
+                wanted.add(name)
             if wanted == traits:
                 return generation
             if self._moved_on(rp_uuid, still_wanted):
                 return None
             return client.set_traits(rp_uuid, generation, wanted)
 
-        return self._retrying(rp_uuid, "setting the function trait", _apply)
+        return self._retrying(rp_uuid, what, _apply)
 
     def traits(self, rp_uuid):
         """The provider's traits (for status and tests)."""

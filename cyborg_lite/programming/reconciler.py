@@ -32,7 +32,11 @@ any number of workers may run it at once:
    :data:`~.regions.PLACEMENT_FAILED`) gets that update again: its
    function trait, and ``reserved = 0``; ``last_error`` is cleared once
    Placement is right;
-5. function pools are filled (:mod:`cyborg_lite.programming.pools`).
+5. function pools are filled (:mod:`cyborg_lite.programming.pools`);
+6. the lock traits of regions whose lock changed since this process last
+   wrote them (every region after a start) are written again
+   (:meth:`~cyborg_lite.programming.locks.LockTraits.repair`): a write
+   that failed at bind time, a handle an adoption reserved.
 """
 
 from oslo_log import log as logging
@@ -120,11 +124,14 @@ def settle_stale(programmer):
 def fail_orphans(programmer):
     """Step 2. :returns: the ARQs moved to ``BindFailed``."""
     notify = programmer.notifies
+    released = set()
 
     def _run(session):
+        released.clear()
         failed = []
         stale_after = programmer.conf.programming.stale_after
         for arq in regions.orphaned_arqs(session, stale_after):
+            held = arq.deployable_id
             try:
                 arq_states.move(session, arq, arq_states.BIND_FAILED,
                                 deployable_id=None,
@@ -132,10 +139,13 @@ def fail_orphans(programmer):
             except exception.ARQBadState:  # another worker moved it first
                 continue
             handle_db.release(session, [arq.id])
+            if held:
+                released.add(held)
             failed.append(arq.uuid)
         return failed
 
     failed = programmer.db.run(_run)
+    programmer.locks.sync(released)
     programmer.notify(failed)
     return failed
 
@@ -168,6 +178,7 @@ def recheck_errors(programmer):
             continue
         error = _update_placement(programmer, deployable_id, function_id,
                                   job)
+        programmer.locks.sync([deployable_id])
         if error:
             programmer.db.run(regions.note_placement, deployable_id,
                               function_id, error, seen=None)
@@ -244,6 +255,8 @@ def reconcile(programmer, pools=True, wait=False):
     summary.update(retry_placement(programmer))
     if pools and programmer.conf.pools.fill:
         summary["pools"] = pools_mod.fill(programmer, wait=wait)
+    summary["locks_written"], summary["locks_failing"] = (
+        programmer.locks.repair())
     interesting = {k: v for k, v in summary.items() if v}
     if interesting:
         LOG.info("Reconciler: %s", interesting)

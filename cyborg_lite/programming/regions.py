@@ -188,6 +188,29 @@ def fail(session, deployable_ids, owner, reason):
         .execution_options(synchronize_session=False)).rowcount
 
 
+def abandon(session, previous, owner, reason):
+    """``programming`` -> ``ready`` with the content the regions had, for
+    a run that never reached the agent.
+
+    :param previous: ``{region id: (function_id, bitstream_id)}``.
+    :returns: how many rows this owner gave back (0: its lease was taken).
+    """
+    moved = 0
+    for deployable_id, (function_id, bitstream_id) in sorted(
+            previous.items()):
+        moved += session.execute(
+            sa.update(_D).where(_D.id == deployable_id,
+                                _D.state == PROGRAMMING,
+                                _D.programming_owner == owner)
+            .values(state=READY, function_id=function_id,
+                    bitstream_id=bitstream_id, target_function_id=None,
+                    target_bitstream_id=None, programming_owner=None,
+                    heartbeat_at=None, last_error=str(reason)[:4000],
+                    updated_at=models.utcnow())
+            .execution_options(synchronize_session=False)).rowcount
+    return moved
+
+
 def renew(session, deployable_ids, owner):
     """Renew ``owner``'s lease on the regions it is programming."""
     if not deployable_ids:

@@ -137,12 +137,14 @@ def update():
                                     ctx.is_admin_role)
     common.require_service("Binding or unbinding accelerator requests")
     if kind == "unbind":
-        binding.unbind(svc.db, work, project_id=scope)
+        binding.unbind(svc.db, work, project_id=scope, locks=svc.locks,
+                       defer=_after_answer)
         return common.empty(202)
     notifier = svc.notifier
     bound = binding.bind(svc.db, work, project_id=scope,
                          programmer=svc.programmer,
-                         notify=notifier.enabled)
+                         notify=notifier.enabled, locks=svc.locks,
+                         siblings=svc.siblings, defer=_after_answer)
     response = common.empty(202)
     if bound and notifier.enabled:
         # NOTE(cyborg_lite): events leave after the reply has been sent, so
@@ -152,6 +154,15 @@ def update():
         response.call_on_close(
             lambda: notifier.notify_later(bound, instances))
     return response
+
+
+def _after_answer(work):
+    """Run ``work()`` once the answer (whatever it is, an error too) has
+    been sent."""
+    @flask.after_this_request
+    def _register(response):
+        response.call_on_close(work)
+        return response
 
 
 def update_one(arq_uuid):
@@ -172,7 +183,8 @@ def delete():
         instance = _uuid_param(params, "instance")
         common.require_service("Deleting accelerator requests by instance")
         binding.delete(svc.db, instance_uuid=instance, project_id=scope,
-                       is_service=True)
+                       is_service=True, locks=svc.locks,
+                       defer=_after_answer)
         return common.empty(204)
     return _delete_arqs(svc, ctx, scope, params["arqs"].split(","))
 
@@ -196,7 +208,8 @@ def _delete_arqs(svc, ctx, scope, uuids):
     invalid = [u for u in uuids if not db_engine.is_uuid_like(u)]
     try:
         binding.delete(svc.db, arq_uuids=valid, project_id=scope,
-                       is_service=ctx.is_service)
+                       is_service=ctx.is_service, locks=svc.locks,
+                       defer=_after_answer)
     except exception.ARQNotFound as error:
         invalid = error.message and invalid + [error.kwargs["uuids"]]
     if invalid:

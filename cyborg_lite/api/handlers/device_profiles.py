@@ -21,12 +21,22 @@ from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
+from cyborg_lite.programming import locks
 
 
-def serialize(profile):
-    """The wire form of a device profile."""
+def serialize(profile, contents=None):
+    """The wire form of a device profile.
+
+    :param contents: what regions run (``locks.scheduling_groups``); with
+        it, each group asking for a function forbids the lock traits of
+        the regions locked to anything else, as Nova's scheduler must read
+        it (doc/source/architecture.rst, "Scheduling").
+    """
+    groups = profile.groups
+    if contents is not None:
+        groups = locks.scheduling_groups(groups, contents)
     return {"uuid": profile.uuid, "name": profile.name,
-            "description": profile.description, "groups": profile.groups,
+            "description": profile.description, "groups": groups,
             "created_at": common.timestamp(profile.created_at),
             "updated_at": common.timestamp(profile.updated_at),
             "links": common.link("device_profiles", profile.uuid)}
@@ -47,8 +57,17 @@ def list_profiles():
     names = params["name"].split(",") if "name" in params else None
     profiles = profile_db.get_all(svc.db, names=names, limit=limit,
                                           marker=marker)
+    contents = _contents(svc, [g for p in profiles for g in p.groups])
     return common.listing("device_profiles", profiles,
-                          [serialize(p) for p in profiles])
+                          [serialize(p, contents) for p in profiles])
+
+
+def _contents(svc, groups):
+    """What regions run, with the lock traits ``groups`` forbid created in
+    Placement (it refuses unknown ones); None without Placement."""
+    if svc.locks is None or not svc.locks.enabled:
+        return None
+    return svc.locks.ensure_known(groups)
 
 
 def show(ident):
@@ -61,7 +80,8 @@ def show(ident):
     svc = _authorize("get_one")
     common.query(())
     profile = profile_db.get(svc.db, ident)
-    return flask.jsonify({"device_profile": serialize(profile)})
+    contents = _contents(svc, profile.groups)
+    return flask.jsonify({"device_profile": serialize(profile, contents)})
 
 
 def create():

@@ -99,17 +99,18 @@ def test_unreachable_broker_fails_the_bind_quickly(embedded_factory,
     arqs = api.client.arqs(api.client.profile("nlb0"))
     started = time.monotonic()
 
-    status, _, instance = api.bind(arqs)
+    status, body, instance = api.bind(arqs)
 
-    assert status == 202
-    assert time.monotonic() - started < 5
-    assert api.client.wait_resolved(arqs[0])["state"] == "BindFailed"
+    # Refused in the PATCH's answer, before the region was touched: Nova 34
+    # handles a failed bind reliably only as that answer.
+    assert status == 409
+    assert "message broker unreachable" in body["error_message"]
     assert time.monotonic() - started < 20
+    assert api.client.arq(arqs[0])["state"] == "BindFailed"
     region = api.region()
-    assert region.state == "error"
-    assert "message broker unreachable" in region.last_error
-    events = nova_standin.wait_for_events(1, server_uuid=instance)
-    assert [e["status"] for e in events] == ["failed"]
+    assert region.state == "ready"
+    assert "not programmed" in region.last_error
+    assert nova_standin.events_for(instance) == []
     api.programmer.agent_api().transport.cleanup()
 
 
@@ -128,8 +129,8 @@ def test_single_device_in_use_refuses_then_pool_reprograms_it(
 
     assert status == 409
     assert "device (program_mode single)" in body["error_message"]
-    assert [e["status"] for e in nova_standin.wait_for_events(
-        1, server_uuid=instance)] == ["failed"]
+    nova_standin.settle()
+    assert nova_standin.events_for(instance) == []
     # The pool wants nlb3 but never takes a card with a slot in use.
     summary = reconciler.reconcile(api.programmer, wait=True)
     assert summary["pools"] == {}

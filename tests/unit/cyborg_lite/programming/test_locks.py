@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The lock a region shows the scheduler, and the groups Nova reads."""
+
+import types
+
+from accel_common import inventory
+from cyborg_lite.programming import locks
+
+NLB0 = "CUSTOM_ACCEL_LOCKED_FN_NLB0"
+NLB3 = "CUSTOM_ACCEL_LOCKED_FN_NLB3"
+EMPTY = "CUSTOM_ACCEL_LOCKED_EMPTY"
+
+
+def _region(state="ready", function_id=None, bitstream_id=None,
+            target=None, retired=False):
+    return types.SimpleNamespace(
+        state=state, function_id=function_id, bitstream_id=bitstream_id,
+        target_function_id=target, target_bitstream_id=None,
+        retired=retired)
+
+
+def test_lock_traits_name_what_the_region_is_locked_to():
+    assert inventory.lock_trait("nlb0") == NLB0
+    assert inventory.lock_trait("nlb-0.v2") == (
+        "CUSTOM_ACCEL_LOCKED_FN_NLB_0_V2")
+    assert inventory.lock_trait(bitstream_id="ab-12") == (
+        "CUSTOM_ACCEL_LOCKED_BS_AB_12")
+    assert inventory.lock_trait() == EMPTY
+
+
+def test_a_long_function_id_gives_a_trait_placement_accepts():
+    long_one = inventory.lock_trait("f" * 255)
+    other = inventory.lock_trait("f" * 254 + "g")
+    assert len(long_one) == 255 and len(other) == 255
+    assert long_one != other
+    assert long_one.startswith(inventory.LOCK_TRAIT_PREFIX + "FN_FFF")
+
+
+def test_a_region_is_locked_while_a_handle_is_in_use_or_it_is_programmed():
+    assert locks.region_lock(_region(function_id="nlb0"), 0) is None
+    assert locks.region_lock(_region(function_id="nlb0"), 1) == NLB0
+    assert locks.region_lock(_region(), 2) == EMPTY
+    assert locks.region_lock(_region("programming", target="nlb3"), 0) == (
+        NLB3)
+    # In error or retired: reserved = total keeps the scheduler away.
+    assert locks.region_lock(_region("error"), 1) is None
+    assert locks.region_lock(_region(function_id="x", retired=True),
+                             1) is None
+
+
+def test_a_function_group_forbids_every_other_content():
+    contents = {("nlb0", "img-nlb0"), (None, None), ("nlb3", None)}
+    groups = [{"resources:FPGA": "1", "accel:function_id": "nlb3"},
+              {"resources:FPGA": "1"}]
+
+    answer = locks.scheduling_groups(groups, contents)
+
+    assert answer[0] == {
+        f"trait:{EMPTY}": "forbidden", f"trait:{NLB0}": "forbidden",
+        "resources:FPGA": "1", "accel:function_id": "nlb3"}
+    assert answer[1] == groups[1]
+    assert groups[0] == {"resources:FPGA": "1", "accel:function_id": "nlb3"}
+    assert locks.forbidden_traits(groups, contents) == {EMPTY, NLB0}
+
+
+def test_a_bitstream_group_may_share_a_region_loaded_from_that_image():
+    contents = {("nlb0", "img-nlb0"), ("gzip", "img-gzip")}
+    group = {"resources:FPGA": "1", "accel:bitstream_id": "img-nlb0"}
+
+    (answer,) = locks.scheduling_groups([group], contents)
+
+    assert f"trait:{NLB0}" not in answer
+    assert answer["trait:CUSTOM_ACCEL_LOCKED_FN_GZIP"] == "forbidden"
+    assert answer[f"trait:{EMPTY}"] == "forbidden"
+
+
+def test_a_key_the_user_wrote_is_kept():
+    group = {"resources:FPGA": "1", "accel:function_id": "nlb3",
+             f"trait:{NLB0}": "required"}
+    (answer,) = locks.scheduling_groups([group], {("nlb0", None)})
+    assert answer[f"trait:{NLB0}"] == "required"
