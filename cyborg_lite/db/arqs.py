@@ -42,13 +42,14 @@ def _add(session, profile, project_id, specs):
                        device_profile_group_id=group_id,
                        project_id=project_id)
             for group_id in specs]
+    name = profile.name  # NOTE(cyborg_lite): a failed flush expires it
     session.add_all(arqs)
     try:
         session.flush()
     except db_exc.DBReferenceError:
         # NOTE(cyborg_lite): the profile was deleted after it was read.
         raise exception.ConcurrentChange(
-            reason=f"device profile {profile.name} was deleted meanwhile")
+            reason=f"device profile {name} was deleted meanwhile")
     return arqs
 
 
