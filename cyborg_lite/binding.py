@@ -491,8 +491,8 @@ def delete(db, arq_uuids=None, instance_uuid=None, project_id=None,
                     action=f"deleting bound ARQ(s) {', '.join(bound)}",
                     roles="the service token roles")
         handle_db.release(session, [a.id for a in arqs])
-        arq_db.delete_rows(session, [a.id for a in arqs])
-        return ({a.uuid for a in arqs},
+        gone = arq_db.delete_rows(session, [a.id for a in arqs])
+        return ({a.uuid for a in arqs if a.id in gone},
                 {a.deployable_id for a in arqs if a.deployable_id})
 
     deleted, released = db.run(_run)

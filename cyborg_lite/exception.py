@@ -117,9 +117,29 @@ class SchemaNotCurrent(CyborgLiteException):
     msg_fmt = "%(reason)s"
 
 
+class DatabaseUnavailable(CyborgLiteException):
+    """The database cannot be reached (down, restarting, or a Galera node
+    not yet synced): the request changed nothing and may be retried."""
+
+    code = 503
+    msg_fmt = ("The database is unavailable (%(reason)s). Retry in a few "
+               "seconds.")
+    #: seconds a client should wait before retrying.
+    RETRY_AFTER = 5
+    headers = {"Retry-After": str(RETRY_AFTER)}
+
+
 class Conflict(CyborgLiteException):
     code = 409
     msg_fmt = "Conflict: %(reason)s"
+
+
+class ConcurrentChange(Conflict):
+    """A write lost a race the database decided: a row it refers to was
+    deleted, or one it adds was added, by a concurrent request."""
+
+    msg_fmt = ("The request conflicts with a concurrent change: %(reason)s. "
+               "Read the current state before retrying.")
 
 
 class DeviceProfileExists(Conflict):

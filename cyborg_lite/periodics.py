@@ -38,6 +38,7 @@ import typing
 from oslo_log import log as logging
 
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import lease
 from cyborg_lite.programming import reconciler
 
@@ -135,9 +136,16 @@ class Periodics:
                               task.title, task.interval, problem)
                 else:
                     task.run()
-            except Exception:
-                LOG.exception("%s pass failed; trying again in %s s",
-                              task.title, task.interval)
+            except Exception as error:
+                if db_engine.unreachable(error):
+                    # NOTE(cyborg_lite): one line, as the API's requests
+                    # log it: the database being down is not a bug here.
+                    LOG.error("%s skipped, the database is unreachable; "
+                              "trying again in %s s: %s", task.title,
+                              task.interval, str(error).splitlines()[0])
+                else:
+                    LOG.exception("%s pass failed; trying again in %s s",
+                                  task.title, task.interval)
             if task.interval <= 0 or self._stop.wait(task.interval):
                 return
 

@@ -101,8 +101,10 @@ def masked_database_url(conf):
 def database_configured(conf):
     """True when the configuration sets ``[database] connection``."""
     location = conf.get_location("connection", "database")
-    return location is not None and (
-        location.location != cfg.Locations.opt_default)
+    # NOTE(cyborg_lite): oslo.db's option: cyborg_lite's default for it is
+    # a set_default.
+    return location is not None and location.location not in (
+        cfg.Locations.opt_default, cfg.Locations.set_default)
 
 
 def describe(conf, database_optional=False):

@@ -23,10 +23,12 @@ import http
 import json
 
 import flask
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from werkzeug import exceptions as http_exceptions
 
 from cyborg_lite import exception
+from cyborg_lite.db import engine as db_engine
 
 LOG = logging.getLogger(__name__)
 
@@ -55,8 +57,43 @@ def _response(status, message, headers=None, shape=envelope):
     return response
 
 
+def _first_line(error):
+    text = str(getattr(error, "inner_exception", None) or error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _from_database(error):
+    """The API's exception for an oslo.db one, or None.
+
+    An unreachable database (or a deadlock that outlived its retries) is
+    a 503 the client may retry; a race the database settled (a duplicate
+    key, a reference to a row deleted meanwhile) is a 409.
+    """
+    if db_engine.unreachable(error):
+        return exception.DatabaseUnavailable(reason="cannot connect to it")
+    if isinstance(error, db_exc.DBDeadlock):
+        return exception.DatabaseUnavailable(
+            reason="a transaction deadlocked on every retry")
+    if isinstance(error, db_exc.DBReferenceError):
+        return exception.ConcurrentChange(
+            reason="a row it refers to is gone or still referred to")
+    if isinstance(error, db_exc.DBDuplicateEntry):
+        return exception.ConcurrentChange(
+            reason="a row it adds was added meanwhile")
+    return None
+
+
 def handle(error):
     """Turn any exception raised while serving a request into a response."""
+    translated = _from_database(error)
+    if translated is not None:
+        # NOTE(cyborg_lite): one line, no traceback: while a database node
+        # is down every request ends here.
+        LOG.warning("%s %s: %s: %s", flask.request.method,
+                    flask.request.path, translated.message,
+                    _first_line(error))
+        return _response(translated.code, translated.message,
+                         translated.headers)
     if isinstance(error, exception.VersionNotAcceptable):
         return _response(error.code, error.message, error.headers,
                          shape=webob_envelope)

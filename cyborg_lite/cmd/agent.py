@@ -15,6 +15,7 @@
 import sys
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
@@ -37,7 +38,8 @@ def _check_schema(conf):
         return
     try:
         problem = schema.Guard.from_conf(conf).problem()
-    except sa_exc.SQLAlchemyError as error:
+    except (sa_exc.SQLAlchemyError, db_exc.DBError) as error:
+        error = getattr(error, "inner_exception", None) or error
         reason = str(error.orig if getattr(error, "orig", None) else error)
         raise SystemExit(
             f"cyborg-lite-agent: cannot read the schema of the database "

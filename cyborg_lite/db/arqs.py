@@ -15,6 +15,7 @@ bookkeeping of their Nova events."""
 
 import collections
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
 from cyborg_lite import arq_states
@@ -41,8 +42,14 @@ def _add(session, profile, project_id, specs):
                        device_profile_group_id=group_id,
                        project_id=project_id)
             for group_id in specs]
+    name = profile.name  # NOTE(cyborg_lite): a failed flush expires it
     session.add_all(arqs)
-    session.flush()
+    try:
+        session.flush()
+    except db_exc.DBReferenceError:
+        # NOTE(cyborg_lite): the profile was deleted after it was read.
+        raise exception.ConcurrentChange(
+            reason=f"device profile {name} was deleted meanwhile")
     return arqs
 
 
@@ -194,12 +201,26 @@ def of_instance_with_handles(session, instance_uuid, project_id, limit):
     return page, handles
 
 
+_DELETE = sa.delete(_ARQS).where(
+    _ARQS.c.id.in_(sa.bindparam("ids", expanding=True)))
+_DELETE_ONE = sa.delete(_ARQS).where(_ARQS.c.id == sa.bindparam("id"))
+
+
 def delete_rows(session, arq_ids):
-    """Delete ARQ rows (their handles must be released first)."""
-    if arq_ids:
-        session.execute(sa.delete(models.ARQ)
-                        .where(models.ARQ.id.in_(arq_ids))
-                        .execution_options(synchronize_session=False))
+    """Delete ARQ rows (their handles must be released first).
+
+    :returns: the ids of the rows this call deleted: a concurrent delete
+        of the same ARQs, committed first, leaves them out.
+    """
+    if not arq_ids:
+        return set()
+    if session.get_bind().dialect.delete_returning:
+        return set(session.execute(_DELETE.returning(_ARQS.c.id),
+                                   {"ids": list(arq_ids)}).scalars())
+    # MySQL has no DELETE ... RETURNING: one statement per row, whose
+    # rowcount says whether it was this one that deleted it.
+    return {arq_id for arq_id in arq_ids
+            if session.execute(_DELETE_ONE, {"id": arq_id}).rowcount == 1}
 
 
 # NOTE(cyborg_lite): the bookkeeping UPDATEs name the table, not the ORM

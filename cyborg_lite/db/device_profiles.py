@@ -12,8 +12,8 @@
 
 """Queries of the ``device_profiles`` table."""
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from cyborg_lite import exception
 from cyborg_lite.db import engine
@@ -35,7 +35,7 @@ def create(session, name, groups, description=None,
     session.add(profile)
     try:
         session.flush()
-    except sa_exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         raise exception.DeviceProfileExists(name=name)
     return profile
 
@@ -81,10 +81,27 @@ def delete(session, idents):
     """
     profiles = [get(session, ident) for ident in idents]
     for profile in profiles:
-        count = session.execute(
-            sa.select(sa.func.count(models.ARQ.id)).where(
-                models.ARQ.device_profile_id == profile.id)).scalar_one()
+        count = _arq_count(session, profile)
         if count:
             raise exception.DeviceProfileInUse(name=profile.name,
                                                count=count)
-        session.delete(profile)
+        # NOTE(cyborg_lite): ARQs created from the profile since the count
+        # make the DELETE fail on its foreign key: then the profile is in
+        # use after all. The savepoint keeps the transaction usable to
+        # say by how many.
+        try:
+            with session.begin_nested():
+                session.execute(_DELETE, {"id": profile.id})
+        except db_exc.DBReferenceError:
+            raise exception.DeviceProfileInUse(
+                name=profile.name, count=_arq_count(session, profile))
+
+
+_DELETE = sa.delete(models.DeviceProfile).where(
+    models.DeviceProfile.id == sa.bindparam("id"))
+
+
+def _arq_count(session, profile):
+    return session.execute(
+        sa.select(sa.func.count(models.ARQ.id)).where(
+            models.ARQ.device_profile_id == profile.id)).scalar_one()

@@ -14,6 +14,15 @@
 """The engine and its transactions; the queries live in one module per
 table beside this one.
 
+oslo.db builds the engine from the ``[database]`` options every OpenStack
+service reads (pool sizes, recycle time, ``mysql_sql_mode``,
+``mysql_wsrep_sync_wait``...) and translates the driver's errors into its
+own: :class:`~oslo_db.exception.DBDeadlock` (retried here),
+:class:`~oslo_db.exception.DBConnectionError` (the database is unreachable:
+the API answers 503), :class:`~oslo_db.exception.DBDuplicateEntry` and
+:class:`~oslo_db.exception.DBReferenceError` (a race lost to another
+writer: the API answers 409).
+
 Filtering happens in SQL; writes of one request happen in one transaction,
 retried on a deadlock or a serialization failure; state changes are
 conditional updates. Works on sqlite, MariaDB/MySQL (pymysql) and
@@ -22,15 +31,19 @@ PostgreSQL (psycopg2).
 
 import contextlib
 import functools
+import logging as std_logging
 import os
 import re
 import time
 import uuid as uuidlib
 
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import engines
+from oslo_db.sqlalchemy import exc_filters
 from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy import exc as sa_exc
 from sqlalchemy import orm
 
 from cyborg_lite import exception
@@ -38,94 +51,279 @@ from cyborg_lite.db import migration
 
 LOG = logging.getLogger(__name__)
 
-# MySQL 1213 deadlock / 1205 lock wait timeout; PostgreSQL 40P01 deadlock /
-# 40001 serialization failure; sqlite "database is locked".
-_RETRYABLE_MYSQL = {1213, 1205}
-_RETRYABLE_PG = {"40P01", "40001"}
-
 #: execution option marking an engine whose transactions only read.
 READ_ONLY = "cyborg_lite_read_only"
 
+#: ``[database]`` values used when a :class:`Database` is built from a URL
+#: alone (tests, tools): oslo.db's defaults, without its connect-at-start
+#: retries.
+DEFAULTS = {
+    "connection_debug": 0, "connection_trace": False,
+    "connection_recycle_time": 3600, "connection_parameters": "",
+    "max_pool_size": 5, "max_overflow": 50, "pool_timeout": None,
+    "mysql_sql_mode": "TRADITIONAL", "mysql_wsrep_sync_wait": None,
+    "max_retries": 0, "retry_interval": 10,
+    "db_max_retries": 5, "db_max_retry_interval": 10,
+    "db_inc_retry_interval": True, "sqlite_synchronous": True,
+}
+
+# NOTE(cyborg_lite): a deadlock between two short transactions clears in
+# milliseconds; oslo.db's db_retry_interval counts whole seconds, so the
+# first retry comes after 10 ms and the interval doubles (with jitter) up
+# to db_max_retry_interval.
+FIRST_RETRY_INTERVAL = 0.01
+
+# MySQL/MariaDB errors meaning "no usable server here": 2002/2003 can't
+# connect, 2006 gone away, 2013 lost connection, 1047 WSREP has not yet
+# prepared node, 1053 server shutdown in progress, 1927 connection killed.
+_MYSQL_UNREACHABLE = {1047, 1053, 1927, 2002, 2003, 2006, 2013}
+# PostgreSQL: class 08 (connection exception), 57P01 admin shutdown, 57P02
+# crash shutdown, 57P03 cannot connect now (starting up, recovering).
+_PG_UNREACHABLE = {"57P01", "57P02", "57P03"}
+# PostgreSQL 40001 (serialization failure) is retried like a deadlock;
+# oslo.db names only 40P01 one. sqlite: another process held the write
+# lock past busy_timeout.
+_PG_RETRYABLE = {"40001", "40P01"}
+
+
+_NO_PGCODE = object()
+
+
+def _server_gone(orig):
+    """Whether the driver's error ``orig`` says the server cannot be used
+    (pymysql errors carry the MySQL code first, psycopg2 ones a pgcode)."""
+    code = getattr(orig, "pgcode", _NO_PGCODE)
+    if code is _NO_PGCODE:
+        args = getattr(orig, "args", ())
+        return bool(args) and args[0] in _MYSQL_UNREACHABLE
+    if code is None:
+        # NOTE(cyborg_lite): libpq reports a refused or dropped connection
+        # as an OperationalError without an SQLSTATE.
+        return any(cls.__name__ == "OperationalError"
+                   for cls in type(orig).__mro__)
+    return code in _PG_UNREACHABLE or code.startswith("08")
+
+
+def unreachable(error):
+    """Whether ``error``, raised by a database call, says the database
+    cannot be used now (down, restarting, a Galera node not synced): the
+    request may be retried later.
+
+    oslo.db translates most such errors into
+    :class:`~oslo_db.exception.DBConnectionError`; a failed reconnection
+    after a pool pre-ping reaches the caller as SQLAlchemy raised it.
+    """
+    if isinstance(error, db_exc.DBConnectionError):
+        return True
+    if isinstance(error, sa.exc.DBAPIError):
+        return error.connection_invalidated or _server_gone(error.orig)
+    return False
+
+
+def _mark_unreachable(context):
+    # NOTE(cyborg_lite): runs before oslo.db's translation, which turns a
+    # disconnect into DBConnectionError and makes SQLAlchemy drop the
+    # pooled connections; libpq's "Connection refused" and MariaDB's 1047
+    # are not disconnects to the drivers' own tables.
+    if not context.is_disconnect and _server_gone(
+            context.original_exception):
+        context.is_disconnect = True
+
 
 def _is_retryable(error):
-    orig = getattr(error, "orig", None)
-    args = getattr(orig, "args", ())
-    if args and args[0] in _RETRYABLE_MYSQL:
+    """Whether ``error`` ends a transaction another attempt may pass."""
+    if isinstance(error, db_exc.DBDeadlock):
         return True
-    if getattr(orig, "pgcode", None) in _RETRYABLE_PG:
+    orig = getattr(getattr(error, "inner_exception", None), "orig", None)
+    if orig is None:
+        orig = getattr(error, "orig", None)
+    if getattr(orig, "pgcode", None) in _PG_RETRYABLE:
         return True
     return "database is locked" in str(orig)
 
 
-def _make_engine(url, debug=False):
+def _sqlite_engine(url, options):
+    database = url.database
+    if database and database != ":memory:":
+        os.makedirs(os.path.dirname(os.path.abspath(database)),
+                    exist_ok=True)
+    # NOTE(cyborg_lite): not oslo.db's create_engine: it puts a sqlite file
+    # on NullPool (a new connection and its PRAGMAs per transaction) and
+    # begins DEFERRED; the bind path rests on pooled WAL connections and
+    # BEGIN IMMEDIATE. oslo.db's exception translation is registered below
+    # all the same. Pool and MySQL options do not apply to sqlite.
+    engine = sa.create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30})
+    synchronous = "NORMAL" if options["sqlite_synchronous"] else "OFF"
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, record):
+        # NOTE(cyborg_lite): let SQLAlchemy, not pysqlite, emit BEGIN so
+        # that it can be BEGIN IMMEDIATE: a write transaction then takes
+        # the lock up front instead of failing on lock upgrade.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # NOTE(cyborg_lite): with WAL, NORMAL still never corrupts the
+        # database; it only skips an fsync per commit (a power cut may
+        # lose the last commits), which halves the latency of a bind.
+        # sqlite_synchronous = false skips the fsyncs of checkpoints too.
+        cursor.execute("PRAGMA synchronous=%s" % synchronous)
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection):
+        # NOTE(cyborg_lite): a read-only transaction begins DEFERRED: in
+        # WAL mode it reads a snapshot and never waits for (or holds up)
+        # the one writer.
+        if connection.get_execution_options().get(READ_ONLY):
+            connection.exec_driver_sql("BEGIN")
+        else:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+    _sql_logging(options["connection_debug"])
+    return engine
+
+
+def _sql_logging(connection_debug):
+    # oslo.db's meaning of connection_debug: 100 logs every statement, 50
+    # and up their summary.
+    level = (std_logging.DEBUG if connection_debug >= 100 else
+             std_logging.INFO if connection_debug >= 50 else
+             std_logging.WARNING)
+    std_logging.getLogger("sqlalchemy.engine").setLevel(level)
+
+
+def _server_engine(url, options):
+    engine = engines.create_engine(
+        url.render_as_string(hide_password=False),
+        mysql_sql_mode=options["mysql_sql_mode"],
+        mysql_wsrep_sync_wait=options["mysql_wsrep_sync_wait"],
+        connection_recycle_time=options["connection_recycle_time"],
+        connection_debug=options["connection_debug"],
+        connection_trace=options["connection_trace"],
+        connection_parameters=options["connection_parameters"],
+        max_pool_size=options["max_pool_size"],
+        max_overflow=options["max_overflow"],
+        pool_timeout=options["pool_timeout"],
+        max_retries=options["max_retries"],
+        retry_interval=options["retry_interval"],
+        thread_checkin=False)
+
+    @event.listens_for(engine, "connect")
+    def _read_committed(dbapi_connection, record):
+        # NOTE(cyborg_lite): READ COMMITTED so a conditional UPDATE that
+        # waited for another worker's row lock sees that worker's commit
+        # (and fails its WHERE) instead of a stale snapshot or a
+        # serialization error.
+        engine.dialect.set_isolation_level(dbapi_connection,
+                                           "READ COMMITTED")
+
+    _ping_when_idle(engine)
+    # NOTE(cyborg_lite): create_engine may have opened a connection (its
+    # connect-at-start check) before the listeners above existed.
+    engine.dispose()
+    return engine
+
+
+#: a pooled connection unused for longer than this is pinged before use.
+PING_AFTER_IDLE = 1.0
+_LAST_USED = "cyborg_lite_last_used"
+
+
+def _ping_when_idle(engine):
+    """Ping a pooled connection on checkout only when it sat idle.
+
+    oslo.db turns SQLAlchemy's pre-ping on: a round trip before every
+    transaction, a fifth of those of an ARQ cycle. What it guards against
+    (a server restarted, or a connection its wait_timeout closed, while the
+    connection sat in the pool) happens to idle connections; a connection
+    that served a request a moment ago is used as is, and should its server
+    have gone in that moment, the request answers 503 and the pool is
+    dropped, as for any lost connection.
+    """
+    # NOTE(cyborg_lite): no public switch: oslo.db's create_engine always
+    # passes pool_pre_ping=True.
+    engine.pool._pre_ping = False
+
+    @event.listens_for(engine, "connect")
+    @event.listens_for(engine, "checkin")
+    def _stamp(dbapi_connection, record):
+        if record is not None:
+            record.info[_LAST_USED] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_connection, record, proxy):
+        if time.monotonic() - record.info.get(_LAST_USED, 0) <= \
+                PING_AFTER_IDLE:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            # NOTE(cyborg_lite): the pool retries with a new connection;
+            # the others in the pool are as stale as this one.
+            raise sa.exc.InvalidatePoolError(str(error)) from error
+
+
+def _make_engine(url, options):
     url = sa.engine.make_url(url)
-    kwargs = {"echo": debug, "future": True}
     if url.get_backend_name() == "sqlite":
-        database = url.database
-        if database and database != ":memory:":
-            os.makedirs(os.path.dirname(os.path.abspath(database)),
-                        exist_ok=True)
-        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
-        engine = sa.create_engine(url, **kwargs)
+        engine = _sqlite_engine(url, options)
+        exc_filters.register_engine(engine)
+    else:
+        engine = _server_engine(url, options)
+    # NOTE(cyborg_lite): inserted first, to run before oslo.db's filters.
+    event.listen(engine, "handle_error", _mark_unreachable, insert=True)
+    return engine
 
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, record):
-            # NOTE(cyborg_lite): let SQLAlchemy, not pysqlite, emit BEGIN so
-            # that it can be BEGIN IMMEDIATE: a write transaction then takes
-            # the lock up front instead of failing on lock upgrade.
-            dbapi_connection.isolation_level = None
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            # NOTE(cyborg_lite): with WAL, NORMAL still never corrupts the
-            # database; it only skips an fsync per commit (a power cut may
-            # lose the last commits), which halves the latency of a bind.
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.close()
 
-        @event.listens_for(engine, "begin")
-        def _on_begin(connection):
-            # NOTE(cyborg_lite): a read-only transaction begins DEFERRED: in
-            # WAL mode it reads a snapshot and never waits for (or holds up)
-            # the one writer.
-            if connection.get_execution_options().get(READ_ONLY):
-                connection.exec_driver_sql("BEGIN")
-            else:
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
-    # NOTE(cyborg_lite): READ COMMITTED so a conditional UPDATE that waited
-    # for another worker's row lock sees that worker's commit (and fails its
-    # WHERE) instead of a stale snapshot or a serialization error.
-    kwargs.update(pool_pre_ping=True, pool_recycle=3600,
-                  isolation_level="READ COMMITTED")
-    return sa.create_engine(url, **kwargs)
+def _reader_options(engine):
+    options = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":
+        # NOTE(cyborg_lite): under READ COMMITTED every statement reads its
+        # own snapshot anyway, so a read-only transaction loses nothing in
+        # autocommit, and saves the BEGIN and COMMIT round trips psycopg2
+        # would make (switching autocommit is client-side there; pymysql
+        # would spend a round trip on each switch).
+        options["isolation_level"] = "AUTOCOMMIT"
+    return options
 
 
 class Database:
     """A database handle: an engine, sessions and retried transactions.
 
     :param url: SQLAlchemy URL.
-    :param debug: log SQL statements.
-    :param retries: how often a deadlocked transaction is retried.
+    :param options: ``[database]`` option values by name (any subset of
+        :data:`DEFAULTS`; the rest take those).
     """
 
-    def __init__(self, url, debug=False, retries=5):
+    def __init__(self, url, options=None):
         self.url = url
-        self.engine = _make_engine(url, debug)
-        self.retries = retries
+        self.options = dict(DEFAULTS, **(options or {}))
+        self.engine = _make_engine(url, self.options)
+        self.retries = self.options["db_max_retries"]
         self._sessionmaker = orm.sessionmaker(self.engine,
                                               expire_on_commit=False)
         self._reader = orm.sessionmaker(
-            self.engine.execution_options(**{READ_ONLY: True}),
+            self.engine.execution_options(**_reader_options(self.engine)),
             expire_on_commit=False)
+        self._retrying = oslo_db_api.wrap_db_retry(
+            retry_interval=FIRST_RETRY_INTERVAL,
+            max_retries=self.retries,
+            inc_retry_interval=self.options["db_inc_retry_interval"],
+            max_retry_interval=self.options["db_max_retry_interval"],
+            retry_on_deadlock=True, exception_checker=_is_retryable,
+            jitter=True)(self._once)
 
     @classmethod
     def from_conf(cls, conf):
-        """The database named by ``[database] connection``."""
-        return cls(conf.database.connection, conf.database.connection_debug,
-                   conf.database.max_retries_on_deadlock)
+        """The database named by ``[database] connection``, with the
+        other ``[database]`` options oslo.db defines."""
+        group = conf.database
+        return cls(group.connection,
+                   {name: group[name] for name in DEFAULTS})
 
     def sync(self):
         """Bring the schema to the newest migration."""
@@ -153,31 +351,25 @@ class Database:
     def run(self, func, *args, **kwargs):
         """``func(session, *args, **kwargs)`` in one transaction, retried
         when the database reports a deadlock or a serialization failure."""
-        return self._run(False, func, args, kwargs)
+        return self._retrying(False, func, args, kwargs)
 
     def read(self, func, *args, **kwargs):
         """:meth:`run` for a ``func`` that only reads."""
-        return self._run(True, func, args, kwargs)
+        return self._retrying(True, func, args, kwargs)
 
     def _run(self, read_only, func, args, kwargs):
-        delay = 0.01
-        for attempt in range(self.retries + 1):
-            try:
-                with self.transaction(read_only) as session:
-                    return func(session, *args, **kwargs)
-            except sa_exc.DBAPIError as error:
-                if attempt == self.retries or not _is_retryable(error):
-                    raise
-                LOG.debug("Retrying %s after %s", func.__name__, error)
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
+        return self._retrying(read_only, func, args, kwargs)
+
+    def _once(self, read_only, func, args, kwargs):
+        with self.transaction(read_only) as session:
+            return func(session, *args, **kwargs)
 
 
 def _with_database(func, read_only):
     @functools.wraps(func)
     def wrapper(handle, *args, **kwargs):
         if isinstance(handle, Database):
-            return handle._run(read_only, func, args, kwargs)
+            return handle._retrying(read_only, func, args, kwargs)
         return func(handle, *args, **kwargs)
     return wrapper
 

@@ -15,8 +15,8 @@ periodic task across processes."""
 
 import datetime
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from cyborg_lite.db import engine
 from cyborg_lite.db import models
@@ -50,7 +50,7 @@ def acquire(session, name, owner, duration):
         with session.begin_nested():
             session.execute(sa.insert(lease).values(
                 name=name, owner=owner, expires_at=expires_at))
-    except sa_exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         return False
     return True
 

@@ -28,8 +28,8 @@ overshoot.
 import collections
 import dataclasses
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
-from sqlalchemy import exc as sa_exc
 
 from cyborg_lite import exception
 from cyborg_lite.db import attach_handles as handle_db
@@ -108,7 +108,7 @@ def _sync_config(db, conf):
 
     try:
         db.run(_run)
-    except sa_exc.IntegrityError:
+    except db_exc.DBDuplicateEntry:
         pass  # another worker inserted the same rows: they are there now
 
 
