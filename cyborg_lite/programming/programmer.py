@@ -305,13 +305,7 @@ class Programmer:
             if not regions.abandon(session, job.previous, self.owner,
                                    reason):
                 return []
-            arqs = regions.waiting_arqs(session, job.ids)
-            handle_db.release(session, [a.id for a in arqs])
-            for arq in arqs:
-                arq_states.move(session, arq, arq_states.BIND_FAILED,
-                                deployable_id=None,
-                                notification="pending" if notify else None)
-            return [a.uuid for a in arqs]
+            return _fail_waiting(session, job.ids, notify)
 
         failed = self.db.run(_run)
         with self._lock:
@@ -468,13 +462,7 @@ class Programmer:
         def _run(session):
             if not regions.fail(session, job.ids, owner, message):
                 return None
-            arqs = regions.waiting_arqs(session, job.ids)
-            handle_db.release(session, [a.id for a in arqs])
-            for arq in arqs:
-                arq_states.move(session, arq, arq_states.BIND_FAILED,
-                                deployable_id=None,
-                                notification="pending" if notify else None)
-            return [a.uuid for a in arqs]
+            return _fail_waiting(session, job.ids, notify)
 
         failed = self.db.run(_run)
         # NOTE(cyborg_lite): reserved stays = total: a region in error must
@@ -536,6 +524,21 @@ class Programmer:
         if self._embedded is not None:
             self._embedded.stop()
             self._embedded = None
+
+
+def _fail_waiting(session, deployable_ids, notify):
+    """The ARQs waiting for these regions' run: ``BindFailed``, their
+    handles released (+ ``failed`` events when ``notify``).
+
+    :returns: their uuids.
+    """
+    arqs = regions.waiting_arqs(session, deployable_ids)
+    handle_db.release(session, [a.id for a in arqs])
+    for arq in arqs:
+        arq_states.move(session, arq, arq_states.BIND_FAILED,
+                        deployable_id=None,
+                        notification="pending" if notify else None)
+    return [a.uuid for a in arqs]
 
 
 def _start_embedded(conf):
