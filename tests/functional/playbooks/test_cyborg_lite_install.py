@@ -48,6 +48,10 @@ def _host(tmp_path, built, virtualenv, **host_vars):
         "cyborg_lite_config_dir": str(tmp_path / "etc"),
         "cyborg_lite_state_dir": str(tmp_path / "state"),
         "cyborg_lite_systemd_dir": str(tmp_path),
+        # NOTE(ironic-accel): the agent's sudoers rule for privsep; this
+        # machine has no sudo (test_agent_privsep_role checks the rule).
+        "cyborg_lite_sudoers_dir": str(tmp_path),
+        "cyborg_lite_sudoers_validate": False,
         "cyborg_lite_auth_strategy": "noauth",
         "cyborg_lite_agent_host": "controller-0.test",
     }, **host_vars)

@@ -38,6 +38,12 @@ CYBORG_LITE = tuple(
     if line.startswith("namespace"))
 IRONIC = ("ironic", "ironic_accel", "keystonemiddleware.auth_token",
           "oslo.log", "oslo.messaging")
+DRA_PLUGIN = tuple(
+    line.split("=", 1)[1].strip()
+    for line in (ROOT / "etc" / "cyborg_lite_dra" /
+                 "cyborg-lite-dra-config-generator.conf").read_text()
+    .splitlines()
+    if line.startswith("namespace"))
 
 CONFIG_BLOCKS = [block for block in blocks.all_blocks()
                  if blocks.SECTION.search(block.text)]
@@ -84,6 +90,8 @@ def _options_for(caption):
         return _namespace_options(IRONIC)
     if name == "nova.conf":
         return _nova_options()
+    if name == "cyborg-lite-dra.conf":
+        return _namespace_options(DRA_PLUGIN)
     raise AssertionError(f"no option set known for {caption!r}")
 
 
