@@ -61,6 +61,13 @@ def _traits(group):
     return sorted(required)
 
 
+def _holds(body, rp_uuid, resources):
+    """Does a consumer's allocations (``GET /allocations/{consumer}``)
+    hold ``resources`` on ``rp_uuid``?"""
+    held = body.get("allocations", {}).get(rp_uuid, {}).get("resources", {})
+    return all(held.get(rc, 0) >= n for rc, n in resources.items())
+
+
 def can_serve(session, rp_uuid, group, contents):
     """Can the region of ``rp_uuid`` take an ARQ of ``group`` at once or
     by programming, as the database says now?"""
@@ -104,7 +111,14 @@ class SiblingMover:
         """
         if not self.enabled:
             return None
+        resources = _resources(group)
         client = self.providers.client()
+        # NOTE(cyborg_lite): a bind without an allocation behind it (a
+        # client other than Nova, the DRA plugin) has nothing to move:
+        # asked first, it costs one read instead of the candidates query.
+        if not resources or not _holds(
+                client.consumer_allocations(consumer), rp_uuid, resources):
+            return None
         try:
             provider = client.provider(rp_uuid)
         except common_exception.PlacementError as error:
@@ -115,9 +129,6 @@ class SiblingMover:
         root = provider["root_provider_uuid"]
         contents = self.db.read(deployable_db.contents)
         wanted = locks_mod.scheduling_groups([group], contents)[0]
-        resources = _resources(wanted)
-        if not resources:
-            return None
         client.ensure_traits(locks_mod.forbidden_traits([group], contents))
         params = {f"resources{_SUFFIX}": ",".join(
                       f"{rc}:{n}" for rc, n in sorted(resources.items())),
@@ -148,11 +159,11 @@ class SiblingMover:
         ``source`` to ``target``; False when Placement refused it (the
         consumer changed, or ``target`` filled up)."""
         body = client.consumer_allocations(consumer)
+        if not _holds(body, source, resources):
+            return False
         allocations = {rp: dict(alloc["resources"])
                        for rp, alloc in body.get("allocations", {}).items()}
-        held = allocations.get(source, {})
-        if any(held.get(rc, 0) < n for rc, n in resources.items()):
-            return False
+        held = allocations[source]
         for rc, n in resources.items():
             held[rc] -= n
             if not held[rc]:
