@@ -14,7 +14,9 @@
 privsep daemon the agent starts with ``privsep-helper``, configured in
 ``[cyborg_lite_agent_privileged]`` as the playbook configures it (there
 through sudo and oslo-rootwrap; here directly, keeping no capability, so
-no test needs root). The driver works on a fake sysfs tree."""
+no test needs root). The driver works on a fake sysfs tree.
+test_agent_unprivileged.py runs the agent as the role deploys it: as its
+own user, the daemon through sudo, with the declared capabilities."""
 
 import os
 import sys
