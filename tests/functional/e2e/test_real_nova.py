@@ -168,12 +168,15 @@ def test_region_locked_to_another_function_is_not_chosen(
 
 def _storm(cloud, flavors, servers, wanted, prefix):
     """``wanted`` flavors booted all at once; the servers when settled."""
+    def create(n):
+        server_id = cloud.create_server(flavors[wanted[n]], f"{prefix}-{n}")
+        # NOTE(tests): recorded at once, so a create that fails later in the
+        # storm still leaves the others to the fixture's deletes.
+        servers.append(server_id)
+        return server_id
+
     with concurrent.futures.ThreadPoolExecutor(len(wanted)) as pool:
-        ids = list(pool.map(
-            lambda n: cloud.create_server(flavors[wanted[n]],
-                                          f"{prefix}-{n}"),
-            range(len(wanted))))
-    servers.extend(ids)
+        ids = list(pool.map(create, range(len(wanted))))
     return [cloud.wait_server(server_id) for server_id in ids]
 
 
