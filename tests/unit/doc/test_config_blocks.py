@@ -92,6 +92,10 @@ def _options_for(caption):
         return _nova_options()
     if name == "cyborg-lite-dra.conf":
         return _namespace_options(DRA_PLUGIN)
+    if name == "placement.conf":
+        # NOTE(tests): openstack-placement is a test requirement (the real
+        # Placement of the functional tests), its options come with it.
+        return _namespace_options(("placement.conf",))
     raise AssertionError(f"no option set known for {caption!r}")
 
 
