@@ -28,7 +28,6 @@ import concurrent.futures
 import uuid
 
 import pytest
-import requests
 
 from tests.fixtures import databases
 from tests.fixtures import placement as placement_fixtures
