@@ -23,8 +23,9 @@ each locked region with one lock trait naming that content
 the lock traits of every other content any region has
 (:func:`scheduling_groups`). Nova 34 turns ``trait:X=forbidden`` into a
 forbidden trait of the group, so its scheduler only allocates a region that
-runs the function, or one free to be programmed (unlocked; a region being
-programmed or in error has ``reserved = total``).
+runs the function or is being programmed with it (the bind joins the run),
+or one free to be programmed (unlocked; a region in error has ``reserved =
+total``).
 
 Lock traits are written after the database changed (bind, unbind, delete,
 the end of a programming run) and before the API answers; each write reads

@@ -24,13 +24,17 @@ Used three ways, all through the same region state machine
 - **reset** (:meth:`program` with ``reset=True``): the agent clears the
   region, e.g. one left in ``error``.
 
-A run reserves the region's resource provider in Placement, asks the agent
-on the device's host to program and confirm, then records the confirmed
-function, replaces the function trait, restores ``reserved`` and resolves
+A run asks the agent on the device's host to program and confirm, then
+records the confirmed function, replaces the function trait, and resolves
 the waiting ARQs (``Bound``, or ``BindFailed`` with the handle released),
-and queues their Nova events. The API process keeps nothing else: a run
-whose process died is found by its stale lease and settled by the
-:mod:`~cyborg_lite.programming.reconciler`.
+and queues their Nova events. While it runs, the region's provider keeps
+its capacity and carries the lock trait of what it is being programmed with
+(:mod:`~cyborg_lite.programming.locks`): Nova can schedule boots of that
+function, and boots asking for no function, to it, and their binds join
+the run; a run that fails leaves the region ``error`` and its provider
+reserved (``reserved = total``) until it is reconciled or reset. The API
+process keeps nothing else: a run whose process died is found by its stale
+lease and settled by the :mod:`~cyborg_lite.programming.reconciler`.
 """
 
 from concurrent import futures
@@ -393,8 +397,10 @@ class Programmer:
         return outcome
 
     def _program(self, job):
-        for region in job.regions:
-            self.providers.reserve(region.rp_uuid)
+        # NOTE(cyborg_lite): no reservation while the region is programmed:
+        # its lock trait already keeps every other content's boots away, and
+        # the boots it will serve (its function's, and those asking for no
+        # function) join the run instead of finding no host while it lasts.
         agent = self.agent_api()
         host = self.agent_host(job.host)
         function_id = image_id = None
@@ -465,9 +471,9 @@ class Programmer:
             return _fail_waiting(session, job.ids, notify)
 
         failed = self.db.run(_run)
-        # NOTE(cyborg_lite): reserved stays = total: a region in error must
-        # not be scheduled to until it is reconciled or reset.
-        self.update_placement(job, None, restore=False)
+        # NOTE(cyborg_lite): reserved = total: a region in error must not be
+        # scheduled to until it is reconciled or reset.
+        self.update_placement(job, None, restore=False, reserve=True)
         self.locks.sync(job.ids)
         if failed is None:
             return Outcome(ok=False, error=message)
@@ -480,9 +486,11 @@ class Programmer:
                               job.regions[0].id)
         return status == "enabled"
 
-    def update_placement(self, job, trait, restore, still_wanted=None):
+    def update_placement(self, job, trait, restore, still_wanted=None,
+                         reserve=False):
         """Set the function trait of the job's regions and, with
-        ``restore`` (and the device enabled now), ``reserved = 0`` again.
+        ``restore`` (and the device enabled now), ``reserved = 0``; with
+        ``reserve``, ``reserved = total`` (a region in error).
 
         :param still_wanted: see
             :meth:`~.placement.RegionProviders.set_function_trait`.
@@ -502,6 +510,9 @@ class Programmer:
                     region.rp_uuid, trait, still_wanted=still_wanted)
                 if enabled:
                     self.providers.restore(region.rp_uuid,
+                                           still_wanted=still_wanted)
+                elif reserve:
+                    self.providers.reserve(region.rp_uuid,
                                            still_wanted=still_wanted)
             except Exception as error:
                 LOG.error("Placement update of %s failed: %s",

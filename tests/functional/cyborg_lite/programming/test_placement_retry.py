@@ -50,13 +50,13 @@ def _function_traits(client, rp_uuid):
 
 def _bind_while_placement_fails(api, client):
     """Bind a function that needs programming; Placement goes away once
-    the region is reserved, before the agent confirms the function."""
+    the region is locked to it, before the agent confirms the function."""
     rp = api.rps[0]
     arqs = api.client.arqs(api.client.profile("nlb0"))
     assert api.bind(arqs)[0] == 202
     polling.wait_for(
-        lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
-        what="reserved = total while programming")
+        lambda: "CUSTOM_ACCEL_LOCKED_FN_NLB0" in client.traits(rp)[1],
+        what="the region locked to nlb0 while it is programmed")
     with _placement_unreachable(api):
         assert api.client.wait_resolved(arqs[0])["state"] == "Bound"
     return arqs[0]
@@ -72,7 +72,6 @@ def test_reconciler_retries_placement_update_after_programming(reported):
     region = api.region()
     assert (region.state, region.function_id) == ("ready", "nlb0")
     assert region.last_error.startswith(regions.PLACEMENT_FAILED)
-    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
     assert _function_traits(client, rp) == set()
 
     # A pass while Placement is still down keeps the failure recorded.
@@ -121,7 +120,6 @@ def test_retry_leaves_a_region_a_new_run_took(reported):
                           function_id, error, seen=seen)
 
     assert (error, recorded) == (None, False)
-    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 2
     assert _function_traits(client, rp) == set()
     # A whole pass leaves it alone too, and the run ends as it should.
     summary = reconciler.reconcile(api.programmer, pools=False)

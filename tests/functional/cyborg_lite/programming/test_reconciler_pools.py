@@ -177,8 +177,13 @@ def test_pool_fill_does_not_overshoot_and_keeps_other_pools(
         "config:gzip": (1, 0), "config:nlb0": (2, 0)}
 
 
-def test_placement_reserved_while_programming_and_trait_after(
+def test_placement_locked_while_programming_and_trait_after(
         embedded_factory, placement_server):
+    """While a region is programmed its provider keeps its capacity and
+    carries the lock trait of the function (boots of that function, and
+    boots asking for none, may be scheduled there and join the run); the
+    function trait comes with the confirmed function; a failed run leaves
+    the region reserved."""
     api = embedded_factory(**{"agent.sim_program_seconds": 1.5})
     conn = placement_server.connection()
     client = env.report_to_placement(api, placement_server, conn)
@@ -187,10 +192,11 @@ def test_placement_reserved_while_programming_and_trait_after(
 
     api.bind(arqs)
 
-    reserved = polling.wait_for(
-        lambda: client.inventories(rp)[1]["FPGA"]["reserved"] == 2,
-        what="reserved = total while programming")
-    assert reserved and api.region().state == "programming"
+    polling.wait_for(
+        lambda: "CUSTOM_ACCEL_LOCKED_FN_NLB0" in client.traits(rp)[1],
+        what="the region locked to nlb0 while it is programmed")
+    assert api.region().state == "programming"
+    assert client.inventories(rp)[1]["FPGA"]["reserved"] == 0
     assert not [t for t in client.traits(rp)[1]
                 if t.startswith("CUSTOM_FPGA_FUNCTION_ID_")]
     assert api.client.wait_resolved(arqs[0])["state"] == "Bound"

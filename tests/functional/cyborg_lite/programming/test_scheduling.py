@@ -98,14 +98,24 @@ class Host:
         return status, body, arq, instance
 
 
-@pytest.fixture
-def host(embedded_factory, placement_server):
-    """sqlite; :func:`reported` covers the three databases."""
-    api = embedded_factory(**{"agent.sim_program_seconds": 0.5})
+def _host(embedded_factory, placement_server, program_seconds):
+    api = embedded_factory(**{"agent.sim_program_seconds": program_seconds})
     conn = placement_server.connection()
     yield Host(api, env.report_to_placement(api, placement_server, conn),
                conn)
     conn.close()
+
+
+@pytest.fixture
+def host(embedded_factory, placement_server):
+    """sqlite; :func:`reported` covers the three databases."""
+    yield from _host(embedded_factory, placement_server, 0.5)
+
+
+@pytest.fixture
+def slow_host(embedded_factory, placement_server):
+    """A host whose programming runs last long enough to look at them."""
+    yield from _host(embedded_factory, placement_server, 3.0)
 
 
 def test_a_bound_region_carries_its_lock_until_its_last_handle_is_free(
@@ -155,14 +165,33 @@ def test_a_function_group_is_answered_with_the_locks_it_must_avoid(host):
     assert host.candidates(client.profile()) == {host.r0, host.r1}
 
 
-def test_a_region_being_programmed_is_offered_to_nobody(host):
+def test_a_region_being_programmed_is_offered_only_to_what_it_will_serve(
+        slow_host):
+    """Boots of the function it is being programmed with, and boots asking
+    for no function, may be scheduled to it and join the run; boots of
+    another function are kept away by its lock trait. (Reserving its
+    capacity instead sent a storm's other boots of the same function to
+    "No valid host" while the run lasted.)"""
+    host = slow_host
     client = host.api.client
-    status, _, arq, _ = host.boot(client.profile("nlb0"), host.r0)
+    nlb0 = client.profile("nlb0")
+    status, _, first, _ = host.boot(nlb0, host.r0)
     assert status == 202
+    assert host.api.region().state == "programming"
     assert host.traits(host.r0) == {NLB0}
-    assert host.candidates(client.profile("nlb0")) == {host.r1}
-    assert host.candidates(client.profile()) == {host.r1}
-    assert client.wait_resolved(arq)["state"] == "Bound"
+    assert host.candidates(nlb0) == {host.r0, host.r1}
+    assert host.candidates(client.profile()) == {host.r0, host.r1}
+    assert host.candidates(client.profile("nlb3")) == {host.r1}
+
+    status, body, second, instance = host.boot(nlb0, host.r0)
+
+    assert status == 202, body
+    assert client.arq(second)["state"] == "BindStarted"
+    for arq in (first, second):
+        resolved = client.wait_resolved(arq)
+        assert (resolved["state"], resolved["device_rp_uuid"]) == (
+            "Bound", host.r0)
+    assert host.allocated(instance) == {host.r0: {"FPGA": 1}}
 
 
 def test_a_bind_locked_out_of_its_region_moves_to_a_sibling(host):
