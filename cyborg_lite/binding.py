@@ -77,6 +77,20 @@ class RegionCannotServe(exception.Conflict):
         self.fields = fields
 
 
+class SiblingServes(Exception):
+    """A sibling region of the same host already runs (or is being
+    programmed with) what ``arq``'s group asks for and has a free handle:
+    binding there spares programming the region Nova chose, and keeps that
+    region free for another function."""
+
+    def __init__(self, arq, group, fields, target):
+        super().__init__(target)
+        self.arq = arq
+        self.group = group
+        self.fields = fields
+        self.target = target
+
+
 class NoRegionCanServe(exception.Conflict):
     msg_fmt = ("%(reason)s No other region of host %(host)s can serve "
                "ARQ %(arq)s now.")
@@ -218,7 +232,11 @@ def _bind_instantly(session, arq, fields, deployable, notify):
     return True
 
 
-def _reserve(session, binds, project_id, programmer, notify):
+def _reserve(session, binds, project_id, programmer, notify,
+             prefer_siblings=None):
+    """:param prefer_siblings: ``{arq uuid: providers tried}`` when an ARQ
+        that needs programming may move to a sibling that serves it (None:
+        it may not)."""
     instances = {f["instance_uuid"] for f in binds.values()}
     rows, bound_to = arq_db.for_bind(session, list(binds), instances,
                                      project_id)
@@ -250,8 +268,10 @@ def _reserve(session, binds, project_id, programmer, notify):
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
         try:
-            done, job = _bind_one(session, arq, group, fields, deployable,
-                                  device, programmer, notify)
+            done, job = _bind_one(
+                session, arq, group, fields, deployable, device, programmer,
+                notify, None if prefer_siblings is None
+                else prefer_siblings.setdefault(arq.uuid, set()))
         except SIBLING_MAY_SERVE as error:
             raise RegionCannotServe(error, arq.uuid, group, fields)
         touched.add(deployable.id)
@@ -262,10 +282,13 @@ def _reserve(session, binds, project_id, programmer, notify):
 
 
 def _bind_one(session, arq, group, fields, deployable, device, programmer,
-              notify):
+              notify, prefer_avoiding=None):
     """Bind one ARQ to ``deployable`` now, or start (or join) the
     programming it needs.
 
+    :param prefer_avoiding: when not None, an ARQ that needs programming
+        first looks for a sibling that serves it (providers in this set
+        excepted) and raises :class:`SiblingServes` when there is one.
     :returns: ``(bound now, job to launch or None)``.
     """
     if needs_programming(group, deployable) is None:
@@ -289,6 +312,14 @@ def _bind_one(session, arq, group, fields, deployable, device, programmer,
         raise exception.ProgrammingUnavailable(
             deployable=deployable.uuid, running=running,
             arq=arq.uuid, asked=f"{wanted[0]}={wanted[1]}")
+    if prefer_avoiding is not None:
+        key, asked = needs_programming(group, deployable)
+        function_id = asked if key == "accel:function_id" else None
+        target = deployable_db.serving_sibling(
+            session, deployable, device.hostname, function_id,
+            None if function_id else asked, avoid=prefer_avoiding)
+        if target is not None:
+            raise SiblingServes(arq.uuid, group, fields, target)
     states.move(session, arq, states.BIND_STARTED, **fields)
     # NOTE(cyborg_lite): the programmer takes over from BindStarted:
     # region taken, handle reserved; Bound or BindFailed come later.
@@ -343,12 +374,27 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
     for fields in binds.values():
         fields.pop("project_id", None)
     tried, touched, bound = {}, set(), []
+    prefer = ({} if siblings is not None and siblings.enabled
+              and programmer is not None else None)
     try:
         while True:
             try:
                 bound, jobs, touched = db.run(_reserve, binds, project_id,
-                                              programmer, notify)
+                                              programmer, notify, prefer)
                 break
+            except SiblingServes as serving:
+                # NOTE(cyborg_lite): not tried again for this ARQ, moved or
+                # not (Placement refuses a move to a region it sees full).
+                prefer[serving.arq].add(serving.target)
+                if siblings.move_to(serving.fields["instance_uuid"],
+                                    serving.fields["device_rp_uuid"],
+                                    serving.target, serving.group):
+                    LOG.info("ARQ %s: region %s of the same host already "
+                             "serves its group; bound there instead of "
+                             "programming %s", serving.arq, serving.target,
+                             serving.fields["device_rp_uuid"])
+                    binds[serving.arq]["device_rp_uuid"] = serving.target
+                continue
             except RegionCannotServe as error:
                 moved = _to_sibling(siblings, error, tried)
                 if moved is not None:

@@ -122,3 +122,32 @@ def contents(session):
         sa.select(D.target_function_id, D.target_bitstream_id)
         .where(live, D.state == "programming"))).all()
     return {tuple(row) for row in rows}
+
+
+def serving_sibling(session, deployable, hostname, function_id,
+                    bitstream_id, avoid=()):
+    """Another live region on ``hostname`` that runs ``function_id`` (or
+    ``bitstream_id``), or is being programmed with it, and has a free
+    attach handle: its provider's uuid (one that runs it first), or None.
+    Regions whose provider is in ``avoid`` are not considered."""
+    D, V, H = models.Deployable, models.Device, models.AttachHandle
+    if function_id:
+        runs = D.function_id == function_id
+    else:
+        runs = D.bitstream_id == bitstream_id
+    free = (sa.select(sa.func.count(H.id))
+            .where(H.deployable_id == D.id, H.in_use.is_(False),
+                   H.retired.is_(False))
+            .scalar_subquery())
+    stmt = (sa.select(D.rp_uuid).join(V, D.device_id == V.id)
+            .where(V.hostname == hostname, V.status == "enabled",
+                   D.retired.is_(False), D.id != deployable.id,
+                   D.rp_uuid.is_not(None), free > 0,
+                   sa.or_(sa.and_(D.state == "ready", runs),
+                          sa.and_(D.state == "programming",
+                                  D.target_function_id == function_id,
+                                  D.target_bitstream_id == bitstream_id)))
+            .order_by((D.state == "programming"), D.id))
+    if avoid:
+        stmt = stmt.where(D.rp_uuid.not_in(list(avoid)))
+    return session.execute(stmt.limit(1)).scalar_one_or_none()

@@ -153,6 +153,20 @@ class SiblingMover:
                 return candidate
         return None
 
+    def move_to(self, consumer, source, target, group):
+        """Move ``consumer``'s allocation of ``group``'s resources from
+        ``source`` to ``target``; False when there is nothing to move (no
+        Placement, no such allocation) or Placement refused it."""
+        resources = _resources(group)
+        if not self.enabled or not resources:
+            return False
+        client = self.providers.client()
+        if not self._move(client, consumer, source, target, resources):
+            return False
+        LOG.info("Instance %s: allocation moved from region %s to %s, which "
+                 "serves %s already", consumer, source, target, group)
+        return True
+
     @staticmethod
     def _move(client, consumer, source, target, resources):
         """One ``PUT /allocations/{consumer}`` moving ``resources`` from

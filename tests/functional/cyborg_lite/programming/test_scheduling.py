@@ -213,6 +213,28 @@ def test_a_bind_locked_out_of_its_region_moves_to_a_sibling(host):
     assert host.traits(host.r1) == {NLB3}
 
 
+def test_a_bind_that_would_program_goes_to_a_sibling_running_it(host):
+    """Nova put a second nlb0 boot on the idle region while the other
+    region runs nlb0 with a free handle: it is bound there at once, its
+    allocation moved, and the idle region stays idle for another
+    function."""
+    client = host.api.client
+    nlb0 = client.profile("nlb0")
+    _, _, first, _ = host.boot(nlb0, host.r0)
+    assert client.wait_resolved(first)["state"] == "Bound"
+    idle = env.sim_region(host.api.state_dir, host.api.pci, "1")
+
+    status, body, arq, instance = host.boot(nlb0, host.r1)
+
+    assert status == 202, body
+    bound = client.arq(arq)
+    assert (bound["state"], bound["device_rp_uuid"]) == ("Bound", host.r0)
+    assert host.allocated(instance) == {host.r0: {"FPGA": 1}}
+    assert env.sim_region(host.api.state_dir, host.api.pci, "1") == idle
+    assert host.traits(host.r1) == set()
+    assert host.candidates(client.profile("nlb3")) == {host.r1}
+
+
 def test_two_functions_scheduled_onto_one_idle_region_both_bind(host):
     client = host.api.client
     nlb0, nlb3 = client.profile("nlb0"), client.profile("nlb3")
@@ -254,11 +276,13 @@ def test_a_group_without_function_joins_a_region_being_programmed(host):
 def test_no_sibling_that_can_serve_answers_409(host):
     client = host.api.client
     nlb0 = client.profile("nlb0")
-    for rp in (host.r0, host.r1):
+    # r0 full with nlb0, then r1 programmed with nlb0 for a third boot.
+    for rp in (host.r0, host.r0, host.r1):
         _, _, arq, _ = host.boot(nlb0, rp)
         assert client.wait_resolved(arq)["state"] == "Bound"
+        assert client.arq(arq)["device_rp_uuid"] == rp
 
-    status, body, arq, instance = host.boot(client.profile("nlb3"), host.r0)
+    status, body, arq, instance = host.boot(client.profile("nlb3"), host.r1)
 
     assert status == 409
     assert "cannot be reprogrammed with accel:function_id=nlb3" in body[
@@ -266,7 +290,7 @@ def test_no_sibling_that_can_serve_answers_409(host):
     assert f"No other region of host {host.api.host} can serve ARQ {arq}" \
         in body["error_message"]
     assert client.arq(arq)["state"] == "BindFailed"
-    assert host.allocated(instance) == {host.r0: {"FPGA": 1}}
+    assert host.allocated(instance) == {host.r1: {"FPGA": 1}}
 
 
 def test_a_function_without_image_is_refused_before_anything_is_loaded(
