@@ -305,7 +305,9 @@ def _reset_when_needed(engine):
     def _ending(connection):
         # NOTE(cyborg_lite): fires before the COMMIT or ROLLBACK is sent;
         # should it fail, handle_error marks the connection dirty again.
-        connection.info[_DIRTY] = False
+        # An invalidated connection is discarded, not reset.
+        if not connection.invalidated:
+            connection.info[_DIRTY] = False
 
     @event.listens_for(engine.pool, "checkout")
     def _checked_out(dbapi_connection, record, proxy):
