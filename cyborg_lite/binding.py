@@ -262,8 +262,11 @@ def _reserve(session, binds, project_id, programmer, notify,
             raise exception.ARQBadState(
                 uuid=arq.uuid, state=arq.state, action="binding",
                 expected=", ".join(states.BINDABLE))
+        # NOTE(cyborg_lite): a group asking for no function binds
+        # instantly (or joins a run): lock the region as it is read.
         deployable, device = deployable_db.with_device_by_rp(
-            session, fields["device_rp_uuid"])
+            session, fields["device_rp_uuid"], lock_shared=not any(
+                group.get(key) for key in PROGRAMMING_KEYS))
         if deployable is None:
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)

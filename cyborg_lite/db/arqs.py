@@ -35,22 +35,46 @@ def create_many(session, profile_ident, project_id, specs):
                      project_id, specs)
 
 
+_INSERT_ONE = sa.insert(models.ARQ.__table__)
+#: the new ARQs in one INSERT, their ids back (RETURNING, in the order of
+#: the rows).
+_INSERT = _INSERT_ONE.returning(models.ARQ.__table__.c.id,
+                                sort_by_parameter_order=True)
+
+
+def _insert(session, rows):
+    """Insert ARQ rows; their ids."""
+    if session.get_bind().dialect.\
+            insert_executemany_returning_sort_by_parameter_order:
+        return session.execute(_INSERT, rows).scalars().all()
+    # NOTE(cyborg_lite): no INSERT ... RETURNING (sqlite before 3.35,
+    # MariaDB before 10.5): one INSERT per row, its id from the driver.
+    return [session.execute(_INSERT_ONE, row).inserted_primary_key[0]
+            for row in rows]
+
+
 def _add(session, profile, project_id, specs):
-    arqs = [models.ARQ(uuid=engine.new_uuid(), state="Initial",
-                       device_profile_id=profile.id,
-                       device_profile_name=profile.name,
-                       device_profile_group_id=group_id,
-                       project_id=project_id)
+    # NOTE(cyborg_lite): a Core INSERT, not the ORM's unit of work: on the
+    # create of every boot, its flush cost more than the statement.
+    now = models.utcnow()
+    rows = [dict(uuid=engine.new_uuid(), state="Initial",
+                 device_profile_id=profile.id,
+                 device_profile_name=profile.name,
+                 device_profile_group_id=group_id, project_id=project_id,
+                 hostname=None, device_rp_uuid=None, instance_uuid=None,
+                 deployable_id=None, notification=None, created_at=now,
+                 updated_at=None)
             for group_id in specs]
-    name = profile.name  # NOTE(cyborg_lite): a failed flush expires it
-    session.add_all(arqs)
+    if not rows:
+        return []
+    name = profile.name  # NOTE(cyborg_lite): a failed INSERT expires it
     try:
-        session.flush()
+        ids = _insert(session, rows)
     except db_exc.DBReferenceError:
         # NOTE(cyborg_lite): the profile was deleted after it was read.
         raise exception.ConcurrentChange(
             reason=f"device profile {name} was deleted meanwhile")
-    return arqs
+    return [models.ARQ(id=arq_id, **row) for arq_id, row in zip(ids, rows)]
 
 
 @engine.transactional

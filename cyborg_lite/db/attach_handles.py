@@ -30,15 +30,68 @@ _TAKE = (sa.update(_TABLE)
                  updated_at=sa.bindparam("now")))
 
 
+#: one free handle taken in one statement (the lowest id, as in _FREE).
+#: MySQL cannot name the updated table in a subquery; it has UPDATE ...
+#: LIMIT instead, and hands the id back through LAST_INSERT_ID(id).
+_TAKE_FIRST_MYSQL = sa.text(
+    "UPDATE attach_handles SET in_use = 1, arq_id = :arq, "
+    "updated_at = :now, id = LAST_INSERT_ID(id) "
+    "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
+    "ORDER BY id LIMIT 1")
+#: PostgreSQL: the first free handle no other transaction holds.
+_TAKE_FIRST_PG = (
+    sa.update(_TABLE)
+    .where(_TABLE.c.id == (
+        sa.select(_TABLE.c.id)
+        .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+               _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False))
+        .order_by(_TABLE.c.id).limit(1)
+        .with_for_update(skip_locked=True).scalar_subquery()))
+    .values(in_use=True, arq_id=sa.bindparam("arq"),
+            updated_at=sa.bindparam("now"))
+    .returning(_TABLE.c.id))
+
+
+#: :func:`_take_first` did not try.
+_UNTRIED = object()
+
+
+def _take_first(session, deployable_id, arq_id):
+    """Take the first free handle in one statement: its id, None when none
+    is free; :data:`_UNTRIED` on sqlite, or when the free handles are all
+    held by concurrent transactions on PostgreSQL (the caller then waits
+    for them the slow way)."""
+    dialect = session.get_bind().dialect.name
+    if dialect not in ("mysql", "postgresql"):
+        return _UNTRIED
+    params = {"deployable": deployable_id, "arq": arq_id,
+              "now": models.utcnow()}
+    if dialect == "mysql":
+        # NOTE(cyborg_lite): under READ COMMITTED, a row another
+        # transaction holds is waited for and re-read: no SKIP LOCKED,
+        # so finding none means none is free.
+        result = session.execute(_TAKE_FIRST_MYSQL, params)
+        return result.lastrowid if result.rowcount == 1 else None
+    taken = session.execute(_TAKE_FIRST_PG, params).scalar_one_or_none()
+    return _UNTRIED if taken is None else taken
+
+
 def take_free(session, deployable_id, arq_id, attempts=8):
     """Reserve one free attach handle of a deployable for an ARQ.
 
-    Each try is one conditional ``UPDATE ... WHERE id = :id AND in_use =
-    false``: when two workers pick the same handle only one update matches,
-    the other moves on to the next candidate.
+    On MySQL and PostgreSQL, one ``UPDATE`` takes the first free handle
+    (the row locked, so two workers never take the same one). On sqlite,
+    and on PostgreSQL when every free handle is held by a concurrent
+    transaction (``SKIP LOCKED``), each try is one conditional ``UPDATE ...
+    WHERE id = :id AND in_use = false`` on candidates read first: when two
+    workers pick the same handle only one update matches, the other moves
+    on to the next candidate.
 
     :returns: the id of the handle taken, or None when none is free.
     """
+    taken = _take_first(session, deployable_id, arq_id)
+    if taken is not _UNTRIED:
+        return taken
     candidates = session.execute(
         _FREE, {"deployable": deployable_id, "attempts": attempts}
     ).scalars().all()

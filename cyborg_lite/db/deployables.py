@@ -13,6 +13,7 @@
 """Queries of the ``deployables`` table (regions)."""
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from cyborg_lite import exception
 from cyborg_lite.db import engine
@@ -29,14 +30,52 @@ _WITH_DEVICE_BY_RP = (
     .join(models.Device, models.Deployable.device_id == models.Device.id)
     .where(models.Deployable.rp_uuid == sa.bindparam("rp"),
            models.Deployable.retired.is_(False)))
+_D, _V = models.Deployable, models.Device
+#: the same under a shared lock on the region's row (PostgreSQL: ``FOR
+#: SHARE OF deployables``; MySQL has no ``OF`` and locks the device's row
+#: too), re-read as the lock is granted; only the columns an instant bind
+#: reads (any other is loaded when first used, in the same transaction):
+#: PyMySQL parses every column's description of every result in Python.
+_WITH_DEVICE_BY_RP_SHARED = (
+    _WITH_DEVICE_BY_RP.with_for_update(read=True, of=_D)
+    .options(orm.load_only(_D.id, _D.uuid, _D.device_id, _D.rp_uuid,
+                           _D.state, _D.function_id, _D.bitstream_id,
+                           _D.target_function_id, _D.target_bitstream_id,
+                           _D.retired),
+             orm.load_only(_V.id, _V.status, _V.program_mode, _V.retired))
+    .execution_options(populate_existing=True))
+
+#: ``session.info`` key: {deployable id: the transaction that read it under
+#: a shared lock}.
+_SHARE_LOCKED = "cyborg_lite_share_locked"
 
 
-def with_device_by_rp(session, rp_uuid):
+def with_device_by_rp(session, rp_uuid, lock_shared=False):
     """``(deployable, device)`` of the live deployable whose resource
-    provider is ``rp_uuid``, in one query, or ``(None, None)``."""
-    row = session.execute(_WITH_DEVICE_BY_RP,
-                          {"rp": rp_uuid}).one_or_none()
-    return tuple(row) if row else (None, None)
+    provider is ``rp_uuid``, in one query, or ``(None, None)``.
+
+    :param lock_shared: read the region's row under a shared lock, as
+        :func:`cyborg_lite.programming.regions.lock_shared` does, which
+        then needs no query of its own in this transaction (a bind that
+        is known to need no programming takes the lock up front).
+    """
+    locked = lock_shared and session.get_bind().dialect.name != "sqlite"
+    row = session.execute(
+        _WITH_DEVICE_BY_RP_SHARED if locked else _WITH_DEVICE_BY_RP,
+        {"rp": rp_uuid}).one_or_none()
+    if not row:
+        return None, None
+    if locked:
+        session.info.setdefault(_SHARE_LOCKED, {})[row[0].id] = (
+            session.get_transaction())
+    return tuple(row)
+
+
+def is_share_locked(session, deployable_id):
+    """Whether this transaction read the region under a shared lock
+    (:func:`with_device_by_rp`); its row in the session is then current."""
+    txn = session.info.get(_SHARE_LOCKED, {}).get(deployable_id)
+    return txn is not None and txn is session.get_transaction()
 
 
 @engine.reader

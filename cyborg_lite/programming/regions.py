@@ -31,6 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
 from cyborg_lite import arq_states
+from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 
 READY = "ready"
@@ -74,9 +75,11 @@ def lock_shared(session, deployable_id):
     Instant binds hold it while they reserve a handle, so a programming
     start (exclusive) either waits for them or is seen by them.
     """
-    if session.get_bind().dialect.name == "sqlite":
+    if session.get_bind().dialect.name == "sqlite" or (
+            deployable_db.is_share_locked(session, deployable_id)):
         # NOTE(cyborg_lite): the transaction began IMMEDIATE, holding the
-        # database's one write lock: the row it read is already current.
+        # database's one write lock (or already read the row under this
+        # lock): the row it read is already current.
         row = session.get(_D, deployable_id)
         if row is not None:
             return row
