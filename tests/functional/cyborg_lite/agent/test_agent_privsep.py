@@ -26,6 +26,7 @@ import pytest
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import rpcapi
 from tests.fixtures import rabbitmq
+from tests.fixtures import unprivileged
 from tests.unit.cyborg_lite.agent.conftest import copy_sysfs
 
 pytestmark = pytest.mark.rabbitmq
@@ -64,19 +65,9 @@ def mdev_agent(tmp_path, rabbitmq_url):
 def _privsep_daemons(config):
     """The processes running privsep-helper with the agent's config file
     (the helper daemonizes: they are not the agent's children)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                argv = [a.decode() for a in cmdline.read().split(b"\0")]
-        except OSError:
-            continue
-        if any(a.endswith("privsep-helper") for a in argv) and (
-                config in argv):
-            found.append(int(entry))
-    return found
+    return unprivileged.processes(
+        lambda argv: any(a.endswith("privsep-helper") for a in argv)
+        and config in argv)
 
 
 def test_mdev_writes_go_through_the_privsep_helper(mdev_agent):
