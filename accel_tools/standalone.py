@@ -22,6 +22,8 @@ place, instead of relying on defaults (see doc/source/admin/security.rst).
 #: ``{section: {option: value}}``: trust identity headers and give a
 #: request without any the roles of an operator, run the agent inside the
 #: API process on the in-process transport with the ``sim`` driver.
+from accel_tools.embedded import common
+
 SETTINGS = {
     "DEFAULT": {"auth_strategy": "noauth", "transport_url": "fake://"},
     "noauth": {"default_roles": ["admin", "member", "reader"],
@@ -51,7 +53,4 @@ def ini_sections():
 def ini_text():
     """:data:`SETTINGS` as configuration-file text, to append to a file
     (oslo.config merges a section given twice)."""
-    return "".join(
-        f"[{section}]\n" + "".join(f"{name} = {value}\n"
-                                   for name, value in values.items())
-        for section, values in ini_sections().items())
+    return common.ini(ini_sections())

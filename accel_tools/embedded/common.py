@@ -30,6 +30,14 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def ini(sections):
+    """A configuration file's text from ``{section: {option: value}}``."""
+    return "".join(
+        f"[{section}]\n" + "".join(f"{name} = {value}\n"
+                                   for name, value in options.items())
+        for section, options in sections.items())
+
+
 def child_env(**extra):
     """The environment of a child service process.
 
