@@ -389,13 +389,7 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
                 # NOTE(cyborg_lite): not tried again for this ARQ, moved or
                 # not (Placement refuses a move to a region it sees full).
                 prefer[serving.arq].add(serving.target)
-                if siblings.move_to(serving.fields["instance_uuid"],
-                                    serving.fields["device_rp_uuid"],
-                                    serving.target, serving.group):
-                    LOG.info("ARQ %s: region %s of the same host already "
-                             "serves its group; bound there instead of "
-                             "programming %s", serving.arq, serving.target,
-                             serving.fields["device_rp_uuid"])
+                if _to_serving_sibling(siblings, serving):
                     binds[serving.arq]["device_rp_uuid"] = serving.target
                 continue
             except RegionCannotServe as error:
@@ -466,6 +460,25 @@ def _to_sibling(siblings, error, tried):
         LOG.info("ARQ %s: region %s cannot serve it (%s); bound to %s of "
                  "the same host instead", error.arq, rp_uuid, error.message,
                  moved)
+    return moved
+
+
+def _to_serving_sibling(siblings, serving):
+    """Move the instance's allocation to the sibling that already serves
+    the group; False when it stays (the bind then programs the region Nova
+    chose)."""
+    source = serving.fields["device_rp_uuid"]
+    try:
+        moved = siblings.move_to(serving.fields["instance_uuid"], source,
+                                 serving.target, serving.group)
+    except Exception as exc:
+        LOG.warning("ARQ %s: allocation not moved to region %s: %s",
+                    serving.arq, serving.target, exc)
+        return False
+    if moved:
+        LOG.info("ARQ %s: region %s of the same host already serves its "
+                 "group; bound there instead of programming %s",
+                 serving.arq, serving.target, source)
     return moved
 
 

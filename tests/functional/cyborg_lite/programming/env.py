@@ -13,13 +13,16 @@
 """Helpers of the programming tests: an API with its programmer and agent,
 and Nova's side of a bind, over the real HTTP API (in-process or served)."""
 
+import contextlib
 import json
 import time
 import uuid
 
+import openstack
 import requests
 
 from accel_common.placement import client as placement_client
+from accel_tools.embedded import common
 from accel_tools.embedded import placement as embedded_placement
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.db import deployables as deployable_db
@@ -180,3 +183,21 @@ def report_to_placement(api, placement_server, conn):
     client = placement_client.Client(conn)
     reporter.report(client, api.document)
     return client
+
+
+@contextlib.contextmanager
+def placement_unreachable(api):
+    """Point the API's Placement client (the programmer's, shared by the
+    lock traits and the sibling moves) at a port nobody listens on, and
+    back at the real Placement when the block ends."""
+    client = api.programmer.providers.client()
+    live = client.conn
+    client.conn = openstack.connect(
+        auth_type="admin_token",
+        auth={"token": "admin",
+              "endpoint": f"http://127.0.0.1:{common.free_port()}"})
+    try:
+        yield
+    finally:
+        client.conn.close()
+        client.conn = live

@@ -14,33 +14,12 @@
 succeeds, and the reconciler brings the provider right once Placement is
 back, with a real Placement and the embedded agent."""
 
-import contextlib
-
-import openstack
-
-from accel_tools.embedded import common
 from cyborg_lite.programming import reconciler
 from cyborg_lite.programming import regions
 from tests.fixtures import polling
+from tests.functional.cyborg_lite.programming import env
 
 NLB0 = "CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"
-
-
-@contextlib.contextmanager
-def _placement_unreachable(api):
-    """Point the programmer's Placement client at a port nobody listens
-    on, and back at the real Placement when the block ends."""
-    client = api.programmer.providers.client()
-    live = client.conn
-    client.conn = openstack.connect(
-        auth_type="admin_token",
-        auth={"token": "admin",
-              "endpoint": f"http://127.0.0.1:{common.free_port()}"})
-    try:
-        yield
-    finally:
-        client.conn.close()
-        client.conn = live
 
 
 def _function_traits(client, rp_uuid):
@@ -57,7 +36,7 @@ def _bind_while_placement_fails(api, client):
     polling.wait_for(
         lambda: "CUSTOM_ACCEL_LOCKED_FN_NLB0" in client.traits(rp)[1],
         what="the region locked to nlb0 while it is programmed")
-    with _placement_unreachable(api):
+    with env.placement_unreachable(api):
         assert api.client.wait_resolved(arqs[0])["state"] == "Bound"
     return arqs[0]
 
@@ -75,7 +54,7 @@ def test_reconciler_retries_placement_update_after_programming(reported):
     assert _function_traits(client, rp) == set()
 
     # A pass while Placement is still down keeps the failure recorded.
-    with _placement_unreachable(api):
+    with env.placement_unreachable(api):
         summary = reconciler.reconcile(api.programmer, pools=False)
     assert summary["placement_failing"] == [region.uuid]
     assert api.region().state == "ready"

@@ -235,6 +235,29 @@ def test_a_bind_that_would_program_goes_to_a_sibling_running_it(host):
     assert host.candidates(client.profile("nlb3")) == {host.r1}
 
 
+def test_a_sibling_move_placement_refuses_leaves_the_chosen_region(host):
+    """Placement unreachable when the bind would move to the sibling that
+    runs the function: the bind programs the region Nova chose instead."""
+    client = host.api.client
+    nlb0 = client.profile("nlb0")
+    _, _, first, _ = host.boot(nlb0, host.r0)
+    assert client.wait_resolved(first)["state"] == "Bound"
+    instance = str(uuid.uuid4())
+    host.allocate(instance, host.r1)
+    (arq,) = client.arqs(nlb0)
+
+    with env.placement_unreachable(host.api):
+        status, body = client.bind([arq], host.r1, instance, host.api.host)
+
+    assert status == 202, body
+    resolved = client.wait_resolved(arq)
+    assert (resolved["state"], resolved["device_rp_uuid"]) == (
+        "Bound", host.r1)
+    assert host.allocated(instance) == {host.r1: {"FPGA": 1}}
+    assert env.sim_region(host.api.state_dir, host.api.pci, "1")[
+        "function_id"] == "nlb0"
+
+
 def test_two_functions_scheduled_onto_one_idle_region_both_bind(host):
     client = host.api.client
     nlb0, nlb3 = client.profile("nlb0"), client.profile("nlb3")
