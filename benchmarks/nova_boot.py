@@ -33,14 +33,17 @@ use), then, in the same run:
     ``--storm`` (default 14) boots at once on the two hosts: 3/7 any-region,
     2/7 ``nlb0``, 2/7 ``nlb3`` (6/4/4 for 14), which fit the hosts' 16
     handles in 4 regions if each lands on a region that can serve it.
-    Prints how many went ERROR (with their faults) and the time until all
-    are ACTIVE or ERROR.
+    Prints how many went ERROR (with their faults), the time until all
+    are ACTIVE or ERROR, and any region allocated beyond its handles;
+    ``--storms N`` repeats it N times on the same cloud, each storm
+    deleted before the next.
 
 Prints the median and p90 of each kind and of the difference to ``none``.
 Not a test: figures only. Example::
 
     .venv/bin/python benchmarks/nova_boot.py
     .venv/bin/python benchmarks/nova_boot.py --rounds 3 --storm 14 --debug
+    .venv/bin/python benchmarks/nova_boot.py --rounds 0 --storms 10
 
 ``--debug`` turns on the debug logs of cyborg_lite and Nova (they then
 say where a boot's time goes; the figures are a little slower) and keeps
@@ -165,6 +168,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--storm", type=int, default=14)
+    parser.add_argument("--storms", type=int, default=1)
     parser.add_argument("--program-seconds", type=float, default=1.0)
     parser.add_argument("--poll", type=float, default=0.05)
     parser.add_argument("--debug", action="store_true")
@@ -190,29 +194,37 @@ def main():
         for function in functions:
             flavors[function] = cloud.flavor(
                 function, [dict(FPGA, **{"accel:function_id": function})])
-        times, problems = sequential(cloud, flavors, args.rounds, args.poll)
-        print(f"\nsequential boots, {args.rounds} rounds "
-              f"(poll {args.poll * 1000:.0f} ms):")
-        report(times, args.program_seconds)
-        for problem in problems:
-            print("  problem:", problem)
-        if args.storm:
+        if args.rounds:
+            times, problems = sequential(cloud, flavors, args.rounds,
+                                         args.poll)
+            print(f"\nsequential boots, {args.rounds} rounds "
+                  f"(poll {args.poll * 1000:.0f} ms):")
+            report(times, args.program_seconds)
+            for problem in problems:
+                print("  problem:", problem)
+        printed = set()
+        for number in range(1, args.storms + 1 if args.storm else 1):
             secs, result = storm(cloud, flavors, args.storm, args.poll)
             errors = [(kind, s) for kind, s in result
                       if s["status"] != "ACTIVE"]
             kinds = {k: sum(1 for kind, _ in result if kind == k)
                      for k in ("region", "nlb0", "nlb3")}
-            print(f"\nstorm: {args.storm} concurrent boots on "
-                  f"{len(cloud.hosts)} hosts ({kinds}; 16 handles in 4 "
-                  f"regions): {len(errors)} ERROR, all settled in "
-                  f"{secs:.1f} s")
+            over = {rp: used for rp in cloud.fpga_rps
+                    if (used := cloud.usages(rp).get("FPGA", 0)) > 4}
+            print(f"\nstorm {number}/{args.storms}: {args.storm} concurrent "
+                  f"boots on {len(cloud.hosts)} hosts ({kinds}; 16 handles "
+                  f"in 4 regions): {len(errors)} ERROR, all settled in "
+                  f"{secs:.1f} s; regions over their 4 handles: "
+                  f"{over or 'none'}", flush=True)
             for kind, server in errors:
                 print(f"  ERROR {kind} {server['id']}: "
                       f"{(server.get('fault') or {}).get('message')}")
             for line in cloud.grep("cyborg-api", "Bind of .* failed|"
                                                  "allocation to .* refused|"
                                                  "not written"):
-                print("  cyborg_lite:", line.split("] ", 1)[-1][:300])
+                if line not in printed:
+                    printed.add(line)
+                    print("  cyborg_lite:", line.split("] ", 1)[-1][:300])
             for _, server in result:
                 cloud.delete_server(server["id"], wait=False)
             for _, server in result:

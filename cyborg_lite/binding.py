@@ -39,19 +39,23 @@ import uuid as uuidlib
 
 from oslo_log import log as logging
 
+from accel_common import inventory
 from cyborg_lite import arq_states as states
 from cyborg_lite import exception
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.programming import exception as prog_exception
+from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import regions
+from cyborg_lite.programming import routing
 
 #: conflicts that say "this region cannot serve the group now", which a
 #: sibling region of the same host may still serve.
 SIBLING_MAY_SERVE = (exception.NoFreeAttachHandle,
                      exception.DeployableNotReady,
                      prog_exception.RegionBusy, prog_exception.RegionInUse,
+                     prog_exception.RegionKept,
                      prog_exception.RegionNotProgrammable)
 
 #: how many times one PATCH moves an ARQ to a sibling region.
@@ -251,7 +255,7 @@ def _reserve(session, binds, project_id, programmer, notify,
             raise InstanceAlreadyBound(
                 instance=instance,
                 arqs=f" ({exception.some(visible)})" if visible else "")
-    bound, jobs, touched = [], [], set()
+    bound, jobs, touched, contents = [], [], set(), []
     for arq_uuid, fields in binds.items():
         arq, group = arqs[arq_uuid]
         if _is_repeat(arq, fields):
@@ -271,17 +275,33 @@ def _reserve(session, binds, project_id, programmer, notify,
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
         try:
+            served = _as_kept(arq, group, deployable)
             done, job = _bind_one(
-                session, arq, group, fields, deployable, device, programmer,
+                session, arq, served, fields, deployable, device, programmer,
                 notify, None if prefer_siblings is None
                 else prefer_siblings.setdefault(arq.uuid, set()))
         except SIBLING_MAY_SERVE as error:
             raise RegionCannotServe(error, arq.uuid, group, fields)
         touched.add(deployable.id)
+        contents.append(_served_lock(served, deployable))
         if done:
             bound.append(arq.uuid)
         jobs.append(job)
-    return bound, jobs, touched
+    return bound, jobs, touched, contents
+
+
+def _served_lock(group, deployable):
+    """The lock trait of what a bind of ``group`` to ``deployable`` gets:
+    the content whose routed lookup it consumes."""
+    if group.get("accel:function_id"):
+        return inventory.lock_trait(group["accel:function_id"])
+    if group.get("accel:bitstream_id"):
+        return inventory.lock_trait(bitstream_id=group["accel:bitstream_id"])
+    if deployable.state == regions.PROGRAMMING:
+        return inventory.lock_trait(deployable.target_function_id,
+                                    deployable.target_bitstream_id)
+    return inventory.lock_trait(deployable.function_id,
+                                deployable.bitstream_id)
 
 
 def _bind_one(session, arq, group, fields, deployable, device, programmer,
@@ -329,16 +349,52 @@ def _bind_one(session, arq, group, fields, deployable, device, programmer,
     return False, programmer.start(session, arq, deployable, group)
 
 
+def _as_kept(arq, group, deployable):
+    """The group as binding to ``deployable`` serves it, while lookup
+    routing keeps the region for a content
+    (:mod:`cyborg_lite.programming.routing`): a group asking for no
+    function gets what the region is kept for (loaded first when it is not
+    loaded yet); one asking for something else is refused, so a boot
+    scheduled from an older answer never takes a region kept for the boots
+    routed to it.
+
+    :raises RegionKept: (409; a sibling region may still serve it).
+    """
+    kept = locks_mod.kept_for(deployable)
+    if kept is None:
+        return group
+    if not any(group.get(key) for key in PROGRAMMING_KEYS):
+        if kept[0]:
+            return {**group, "accel:function_id": kept[0]}
+        if kept[1]:
+            return {**group, "accel:bitstream_id": kept[1]}
+        return group
+    allowed = locks_mod.group_allows(group, {kept})
+    if inventory.lock_trait(*kept) in allowed:
+        return group
+    asked = group.get("accel:function_id") or group.get("accel:bitstream_id")
+    raise prog_exception.RegionKept(
+        deployable=deployable.uuid, arq=arq.uuid, asked=asked,
+        kept=regions.target_text(*kept) if any(kept)
+        else "boots asking for no function")
+
+
 def _fail(session, binds, project_id):
-    arqs = arq_db.get_all(session, project_id=project_id,
-                           uuids=list(binds))
-    failed = []
-    for arq in arqs:
+    """Mark the PATCH's bindable ARQs ``BindFailed``.
+
+    :returns: their uuids, and the lock traits of the functions their
+        groups ask for (their routed lookups are over).
+    """
+    rows, _ = arq_db.for_bind(session, list(binds), [], project_id)
+    failed, asked = [], []
+    for arq, group in rows:
         if arq.state in states.BINDABLE:
             states.move(session, arq, states.BIND_FAILED,
                         notification=None, **binds[arq.uuid])
             failed.append(arq.uuid)
-    return failed
+            if group.get("accel:function_id"):
+                asked.append(inventory.lock_trait(group["accel:function_id"]))
+    return failed, asked
 
 
 def bind(db, binds, project_id=None, programmer=None, notify=True,
@@ -376,14 +432,14 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
         for arq, fields in binds.items()}
     for fields in binds.values():
         fields.pop("project_id", None)
-    tried, touched, bound = {}, set(), []
+    tried, touched, bound, served = {}, set(), [], []
     prefer = ({} if siblings is not None and siblings.enabled
               and programmer is not None else None)
     try:
         while True:
             try:
-                bound, jobs, touched = db.run(_reserve, binds, project_id,
-                                              programmer, notify, prefer)
+                bound, jobs, touched, served = db.run(
+                    _reserve, binds, project_id, programmer, notify, prefer)
                 break
             except SiblingServes as serving:
                 # NOTE(cyborg_lite): not tried again for this ARQ, moved or
@@ -410,27 +466,44 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
         # 34 handles a failed bind reliably only as the PATCH's answer).
         if bound:
             db.run(_undo_instant, bound)
-        failed = db.run(_fail, binds, project_id)
+        failed, asked = db.run(_fail, binds, project_id)
         LOG.info("Bind of %s failed: %s", ", ".join(failed) or
                  ", ".join(binds), error.message)
-        _sync_locks(locks, touched, defer)
+        # NOTE(cyborg_lite): Nova puts the server in ERROR: its routed
+        # lookup is not waiting any more.
+        _sync_locks(locks, touched, defer, served=asked, db=db)
         raise
-    _sync_locks(locks, touched, defer)
+    _sync_locks(locks, touched, defer, served=served, db=db)
     if jobs and programmer is not None:
         programmer.launch(jobs)
     return bound
 
 
-def _sync_locks(locks, deployable_ids, defer=None):
-    if locks is None or not deployable_ids:
+def _sync_locks(locks, deployable_ids, defer=None, served=(), db=None):
+    """Write the lock traits of these regions; with ``served``, first
+    consume one routed lookup of each content bound
+    (:func:`cyborg_lite.programming.routing.consume`)."""
+    if locks is None or not locks.enabled or not (deployable_ids or served):
         return
+
+    def work():
+        released = []
+        if served:
+            try:
+                released = routing.consume(db, served)
+            except Exception as error:
+                # NOTE(cyborg_lite): the lookup then waits out its lease.
+                LOG.warning("Routed lookups of %s not consumed: %s",
+                            ", ".join(served), error)
+        locks.sync(set(deployable_ids) | set(released))
+
     if defer is None:
-        locks.sync(deployable_ids)
+        work()
     else:
         # NOTE(cyborg_lite): the scheduler reads the trait; the bind itself
         # is decided by the database. Writing it after the answer keeps its
         # Placement calls off Nova's boot path.
-        defer(lambda: locks.sync(deployable_ids))
+        defer(work)
 
 
 def _undo_instant(session, arq_uuids):

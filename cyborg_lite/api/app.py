@@ -36,6 +36,7 @@ from cyborg_lite.db import schema as schema_mod
 from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import providers as providers_mod
+from cyborg_lite.programming import routing
 from cyborg_lite.programming import siblings as siblings_mod
 
 LOG = logging.getLogger(__name__)
@@ -69,6 +70,9 @@ class Services:
     #: moves a bind to a sibling region
     #: (:class:`cyborg_lite.programming.siblings.SiblingMover`).
     siblings: typing.Any = None
+    #: routes Nova's device profile lookups
+    #: (:class:`cyborg_lite.programming.routing.Router`).
+    router: typing.Any = None
 
     def stop(self):
         """Stop the background work and wait for the programming runs."""
@@ -154,7 +158,8 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
         conf=conf, db=db, enforcer=policy.make_enforcer(conf),
         notifier=notifier, programmer=programmer, periodics=periodics,
         schema=guard, locks=locks,
-        siblings=siblings_mod.SiblingMover(db, providers))
+        siblings=siblings_mod.SiblingMover(db, providers),
+        router=routing.Router(conf, db, locks))
 
     # Middleware, innermost first: identity and microversion per request,
     # version headers on /v2 replies, one error handler for everything.

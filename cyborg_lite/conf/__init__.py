@@ -20,11 +20,12 @@ from cyborg_lite.conf import inventory
 from cyborg_lite.conf import nova
 from cyborg_lite.conf import pools
 from cyborg_lite.conf import programming
+from cyborg_lite.conf import scheduling
 
 # NOTE(cyborg_lite): every module listed here has register_opts(conf) and
 # list_opts().
-_MODULES = [api, database, agent, programming, pools, inventory, nova,
-            clients]
+_MODULES = [api, database, agent, programming, scheduling, pools, inventory,
+            nova, clients]
 
 
 def register_opts(conf):

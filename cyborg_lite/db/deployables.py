@@ -41,7 +41,8 @@ _WITH_DEVICE_BY_RP_SHARED = (
     .options(orm.load_only(_D.id, _D.uuid, _D.device_id, _D.rp_uuid,
                            _D.state, _D.function_id, _D.bitstream_id,
                            _D.target_function_id, _D.target_bitstream_id,
-                           _D.retired),
+                           _D.assigned_function_id, _D.assigned_bitstream_id,
+                           _D.assigned_until, _D.retired),
              orm.load_only(_V.id, _V.status, _V.program_mode, _V.retired))
     .execution_options(populate_existing=True))
 
@@ -152,14 +153,17 @@ def with_devices_for_locks(session, deployable_ids=None):
 
 
 def contents(session):
-    """The distinct ``(function_id, bitstream_id)`` pairs live regions run
-    or are being programmed with (targets included)."""
+    """The distinct ``(function_id, bitstream_id)`` pairs live regions run,
+    are being programmed with (targets included) or were kept for by
+    lookup routing."""
     D = models.Deployable
     live = D.retired.is_(False)
     rows = session.execute(sa.union(
         sa.select(D.function_id, D.bitstream_id).where(live),
         sa.select(D.target_function_id, D.target_bitstream_id)
-        .where(live, D.state == "programming"))).all()
+        .where(live, D.state == "programming"),
+        sa.select(D.assigned_function_id, D.assigned_bitstream_id)
+        .where(live, D.assigned_until.is_not(None)))).all()
     return {tuple(row) for row in rows}
 
 
@@ -178,10 +182,17 @@ def serving_sibling(session, deployable, hostname, function_id,
             .where(H.deployable_id == D.id, H.in_use.is_(False),
                    H.retired.is_(False))
             .scalar_subquery())
+    # NOTE(cyborg_lite): not a region lookup routing keeps for another
+    # content (cyborg_lite.programming.routing).
+    kept_elsewhere = sa.and_(
+        D.assigned_until.is_not(None), D.assigned_until > models.utcnow(),
+        sa.or_(D.assigned_function_id.is_distinct_from(function_id),
+               D.assigned_bitstream_id.is_distinct_from(bitstream_id)))
     stmt = (sa.select(D.rp_uuid).join(V, D.device_id == V.id)
             .where(V.hostname == hostname, V.status == "enabled",
                    D.retired.is_(False), D.id != deployable.id,
                    D.rp_uuid.is_not(None), free > 0,
+                   sa.not_(kept_elsewhere),
                    sa.or_(sa.and_(D.state == "ready", runs),
                           sa.and_(D.state == "programming",
                                   D.target_function_id == function_id,

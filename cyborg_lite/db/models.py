@@ -115,6 +115,16 @@ class Deployable(_Timestamps, Base):
         sa.DateTime)
     #: why the region is in ``error`` (or the last Placement problem).
     last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
+    #: what Nova's device profile lookups routed here, while idle: the
+    #: content the region is kept for (both NULL: no function), until
+    #: ``assigned_until`` (NULL: not assigned). See
+    #: :mod:`cyborg_lite.programming.routing`.
+    assigned_function_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255))
+    assigned_bitstream_id: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(36))
+    assigned_until: orm.Mapped[datetime.datetime | None] = (
+        orm.mapped_column(sa.DateTime))
 
 
 class AttachHandle(_Timestamps, Base):
@@ -234,3 +244,31 @@ class InventoryApplied(Base):
     fingerprint: orm.Mapped[str] = orm.mapped_column(sa.String(64))
     applied_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime, default=utcnow)
+
+
+class SchedulingLookup(Base):
+    """A device profile group Nova looked up and has not bound yet: the
+    content it was routed to (a lock trait) and the units it will take,
+    counted against that content's free handles until a bind consumes it
+    or it expires (:mod:`cyborg_lite.programming.routing`)."""
+
+    __tablename__ = "scheduling_lookups"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    lock_trait: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                    index=True)
+    units: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime)
+    expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        sa.DateTime, index=True)
+
+
+class SchedulingRouter(Base):
+    """One row (``id = 1``), locked by each lookup's routing so that two
+    API workers never route on the same counts."""
+
+    __tablename__ = "scheduling_router"
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True,
+                                            autoincrement=False)

@@ -41,6 +41,12 @@ class RegionInUse(ProgrammingConflict):
                "reprogrammed with %(asked)s%(arq_text)s.")
 
 
+class RegionKept(ProgrammingConflict):
+    msg_fmt = ("Region %(deployable)s is kept for %(kept)s, for the boots "
+               "Nova's lookups were routed to; ARQ %(arq)s asks for "
+               "%(asked)s.")
+
+
 class RegionNotProgrammable(ProgrammingConflict):
     msg_fmt = "Region %(deployable)s is %(state)s%(detail)s."
 

@@ -13,19 +13,20 @@
 """What the scheduler sees of a region's content: lock traits.
 
 A region is *locked* while an attach handle of its programming unit is in
-use (on a ``single``-mode device: any handle of the device) or while it is
-being programmed. A locked region can only serve a group that asks for
-what it runs (or is being programmed with), or for no function at all,
-until its last consumer leaves. cyborg_lite marks the resource provider of
-each locked region with one lock trait naming that content
-(:func:`accel_common.inventory.lock_trait`), and answers Nova's ``GET
-/v2/device_profiles`` with every group that asks for a function forbidding
-the lock traits of every other content any region has
-(:func:`scheduling_groups`). Nova 34 turns ``trait:X=forbidden`` into a
-forbidden trait of the group, so its scheduler only allocates a region that
-runs the function or is being programmed with it (the bind joins the run),
-or one free to be programmed (unlocked; a region in error has ``reserved =
-total``).
+use (on a ``single``-mode device: any handle of the device), while it is
+being programmed, or while lookup routing keeps it for a content
+(:mod:`cyborg_lite.programming.routing`). A locked region can only serve a
+group that asks for what it runs (or is being programmed with, or is kept
+for), or for no function at all, until its last consumer leaves.
+cyborg_lite marks the resource provider of each locked region with one lock
+trait naming that content (:func:`accel_common.inventory.lock_trait`).
+Nova's lookup of a boot's profile is answered with the group requiring the
+lock trait of the content it was routed to; a group routing leaves alone
+forbids the lock traits of every other content any region has
+(:func:`scheduling_groups`): Nova 34 turns ``trait:X=required|forbidden``
+into the group's required and forbidden traits, so its scheduler only
+allocates a region that serves the group (a region in error has
+``reserved = total``).
 
 Lock traits are written after the database changed (bind, unbind, delete,
 the end of a programming run) and before the API answers; each write reads
@@ -42,6 +43,7 @@ from oslo_log import log as logging
 from accel_common import inventory
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import models
 from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
@@ -51,7 +53,17 @@ FUNCTION_KEY = "accel:function_id"
 BITSTREAM_KEY = "accel:bitstream_id"
 
 
-def region_lock(deployable, unit_in_use):
+def kept_for(deployable, now=None):
+    """``(function_id, bitstream_id)`` the region is kept for by lookup
+    routing (both None: for no function), or None when it is not kept
+    (:mod:`cyborg_lite.programming.routing`)."""
+    until = deployable.assigned_until
+    if until is None or until <= (now or models.utcnow()):
+        return None
+    return deployable.assigned_function_id, deployable.assigned_bitstream_id
+
+
+def region_lock(deployable, unit_in_use, now=None):
     """The lock trait a region's provider should carry, or None.
 
     :param deployable: the region's row.
@@ -62,10 +74,13 @@ def region_lock(deployable, unit_in_use):
     if deployable.state == regions.PROGRAMMING:
         return inventory.lock_trait(deployable.target_function_id,
                                     deployable.target_bitstream_id)
-    if deployable.state != regions.READY or not unit_in_use:
+    if deployable.state != regions.READY:
         return None
-    return inventory.lock_trait(deployable.function_id,
-                                deployable.bitstream_id)
+    if unit_in_use:
+        return inventory.lock_trait(deployable.function_id,
+                                    deployable.bitstream_id)
+    kept = kept_for(deployable, now)
+    return None if kept is None else inventory.lock_trait(*kept)
 
 
 def wanted_locks(session, deployable_ids=None):
@@ -78,10 +93,11 @@ def wanted_locks(session, deployable_ids=None):
         per_device[device.id] = (per_device.get(device.id, 0)
                                  + in_use.get(deployable.id, 0))
     wanted = {}
+    now = models.utcnow()
     for deployable, device in rows:
         count = (per_device[device.id] if device.program_mode == "single"
                  else in_use.get(deployable.id, 0))
-        wanted[deployable.rp_uuid] = region_lock(deployable, count)
+        wanted[deployable.rp_uuid] = region_lock(deployable, count, now)
     return wanted
 
 

@@ -37,6 +37,7 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 from cyborg_lite.db import pools as pool_db
 from cyborg_lite.programming import exception as prog_exception
+from cyborg_lite.programming import locks
 from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
@@ -223,10 +224,13 @@ def _fill_one(session, programmer, pool, pools, limit=1):
         if other.function_id != pool.function_id:
             spare[other.function_id] = spare.get(other.function_id, 0) + (
                 _counts(other, rows)["ready"] - other.min_ready)
+    now = models.utcnow()
     candidates = [(d, dev) for d, dev, busy in rows
                   if not busy and d.state == regions.READY
                   and dev.status == "enabled" and _fits(pool, d)
-                  and d.function_id != pool.function_id]
+                  and d.function_id != pool.function_id
+                  and locks.kept_for(d, now) in (
+                      None, (pool.function_id, None))]
     # Empty regions first, then functions no pool wants, then spares.
     candidates.sort(key=lambda item: (item[0].function_id is not None,
                                       item[0].function_id in spare,

@@ -24,17 +24,20 @@ from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.programming import locks
 
 
-def serialize(profile, contents=None):
+def serialize(profile, contents=None, groups=None):
     """The wire form of a device profile.
 
     :param contents: what regions run (``locks.scheduling_groups``); with
         it, each group asking for a function forbids the lock traits of
         the regions locked to anything else, as Nova's scheduler must read
         it (doc/source/architecture.rst, "Scheduling").
+    :param groups: the groups as answered, when already worked out (a
+        routed lookup).
     """
-    groups = profile.groups
-    if contents is not None:
-        groups = locks.scheduling_groups(groups, contents)
+    if groups is None:
+        groups = profile.groups
+        if contents is not None:
+            groups = locks.scheduling_groups(groups, contents)
     return {"uuid": profile.uuid, "name": profile.name,
             "description": profile.description, "groups": groups,
             "created_at": common.timestamp(profile.created_at),
@@ -58,6 +61,14 @@ def list_profiles():
     profiles = profile_db.get_all(svc.db, names=names, limit=limit,
                                           marker=marker)
     contents = _contents(svc, [g for p in profiles for g in p.groups])
+    if (contents is not None and names is not None and len(names) == 1
+            and len(profiles) == 1 and svc.router is not None):
+        # NOTE(cyborg_lite): Nova's lookup of the profile of a boot it is
+        # about to schedule: route it (doc/source/architecture.rst).
+        (profile,) = profiles
+        groups = svc.router.answer(profile.groups, contents)
+        return common.listing("device_profiles", profiles,
+                              [serialize(profile, groups=groups)])
     return common.listing("device_profiles", profiles,
                           [serialize(p, contents) for p in profiles])
 

@@ -14,18 +14,21 @@
 and Nova's side of a bind, over the real HTTP API (in-process or served)."""
 
 import contextlib
+import datetime
 import json
 import time
 import uuid
 
 import openstack
 import requests
+import sqlalchemy as sa
 
 from accel_common.placement import client as placement_client
 from accel_tools.embedded import common
 from accel_tools.embedded import placement as embedded_placement
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import models
 from ironic_accel.placement import reporter
 from tests.fixtures import placement as placement_fixture
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
@@ -163,6 +166,16 @@ class Client:
 def region_row(db, rp_uuid):
     """The deployable row of a region (state, function, last_error)."""
     return db.run(lambda s: deployable_db.by_rp(s, rp_uuid))
+
+
+def expire_routing(db):
+    """Let every routed lookup and kept region run out now, as
+    ``[scheduling] lookup_lease`` seconds later."""
+    def _run(session):
+        session.execute(sa.update(models.Deployable).values(
+            assigned_until=models.utcnow() - datetime.timedelta(seconds=1)))
+        session.execute(sa.delete(models.SchedulingLookup))
+    db.run(_run)
 
 
 def sim_region(state_dir, pci_address, region_id="0"):

@@ -14,6 +14,7 @@
 where Nova allocated, against the real Placement (lock traits, the groups
 answered to Nova, allocation candidates, moves to a sibling region)."""
 
+import concurrent.futures
 import uuid
 
 import pytest
@@ -51,6 +52,7 @@ class Host:
         placement.set_traits(root, generation, traits | {self.marker})
 
     def traits(self, rp_uuid):
+        """The lock traits of a provider."""
         return locks_of(self.placement, rp_uuid)
 
     def groups(self, profile):
@@ -62,8 +64,13 @@ class Host:
         return found["groups"]
 
     def candidates(self, profile):
-        """The regions Nova's scheduler may allocate for ``profile``."""
-        query = request_groups.querystring(self.groups(profile),
+        """The regions Nova's scheduler may allocate for a boot of
+        ``profile`` (one lookup, as Nova makes per boot)."""
+        return self.offered(self.groups(profile))
+
+    def offered(self, groups):
+        """The regions Placement offers for ``groups`` as answered."""
+        query = request_groups.querystring(groups,
                                            root_required=[self.marker])
         response = self.conn.placement.get(
             f"/allocation_candidates?{query}", microversion=MV)
@@ -142,36 +149,179 @@ def test_a_bound_region_carries_its_lock_until_its_last_handle_is_free(
         r0)[1]
 
 
-def test_a_function_group_is_answered_with_the_locks_it_must_avoid(host):
+def required_locks(group):
+    return {key[len("trait:"):] for key, value in group.items()
+            if key.startswith("trait:" + inventory.LOCK_TRAIT_PREFIX)
+            and value == "required"}
+
+
+def test_lookups_of_two_functions_on_idle_regions_get_one_region_each(host):
+    """Issue 20 §1, the window between allocation and bind: two boots of
+    two functions looked up before either is scheduled can no longer be
+    offered the same idle region, whatever Nova's scheduler picks."""
     client = host.api.client
-    status, _, arq, _ = host.boot(client.profile("nlb0"), host.r0)
+    nlb0, nlb3 = client.profile("nlb0"), client.profile("nlb3")
+
+    (g0,), (g3,) = host.groups(nlb0), host.groups(nlb3)
+
+    assert (required_locks(g0), required_locks(g3)) == ({NLB0}, {NLB3})
+    offered0, offered3 = host.offered([g0]), host.offered([g3])
+    assert len(offered0) == len(offered3) == 1
+    assert offered0 | offered3 == {host.r0, host.r1}
+    assert host.traits(*offered0) == {NLB0}
+    assert host.traits(*offered3) == {NLB3}
+    # Each boot binds where Placement put it: programmed there, no move.
+    for profile, (rp,) in ((nlb0, offered0), (nlb3, offered3)):
+        status, body, arq, instance = host.boot(profile, rp)
+        assert status == 202, body
+        resolved = client.wait_resolved(arq)
+        assert (resolved["state"], resolved["device_rp_uuid"]) == (
+            "Bound", rp)
+        assert host.allocated(instance) == {rp: {"FPGA": 1}}
+    # What the user stored is unchanged: a read by uuid is not routed.
+    status, body = client.call("GET", f"/v2/device_profiles/{nlb3}",
+                               env.ADMIN)
+    (stored,) = body["device_profile"]["groups"]
+    assert (stored["resources:FPGA"], stored["accel:function_id"]) == (
+        "1", "nlb3")
+    assert required_locks(stored) == set()
+
+
+def test_a_lookup_shares_a_region_only_while_its_handles_last(host):
+    """Lookups of one function go to one region while its free handles
+    outnumber the boots routed there; the next one gets the other region,
+    and a function with no region left gets none (No valid host), never a
+    region it cannot use."""
+    client = host.api.client
+    nlb0 = client.profile("nlb0")
+    status, _, arq, _ = host.boot(nlb0, host.r0)
     assert status == 202
     assert client.wait_resolved(arq)["state"] == "Bound"
 
+    # r0 runs nlb0 with one free handle: the next nlb0 boot goes there.
+    assert host.candidates(nlb0) == {host.r0}
+    # Its handle is promised to that boot: the next one is given r1 too.
+    assert host.candidates(nlb0) == {host.r0, host.r1}
+    assert host.traits(host.r1) == {NLB0}
+    # No region is left for another function, and none is offered.
+    (group,) = host.groups(client.profile("nlb3"))
+    assert required_locks(group) == {NLB3}
+    assert host.offered([group]) == set()
+
+
+def test_a_lookup_asking_for_no_function_keeps_to_its_own_regions(host):
+    """A boot asking for no function is routed to regions serving such
+    boots, so it never takes the handle or the idle region a function's
+    boot was routed to."""
+    client = host.api.client
+    plain, nlb3 = client.profile(), client.profile("nlb3")
+
+    (g_plain,) = host.groups(plain)
+    (g3,) = host.groups(nlb3)
+
+    assert required_locks(g_plain) == {EMPTY}
+    (empty_region,) = host.offered([g_plain])
+    (nlb3_region,) = host.offered([g3])
+    assert empty_region != nlb3_region
+    # A second plain boot shares the region kept for plain boots.
+    assert host.candidates(plain) == {empty_region}
+    # Once the region of plain boots is full, the next one takes a handle
+    # another content has to spare (and gets what that region loads).
+    status, _, arq, _ = host.boot(plain, empty_region)
+    assert client.wait_resolved(arq)["state"] == "Bound"
+    status, _, arq, _ = host.boot(plain, empty_region)
+    assert client.wait_resolved(arq)["state"] == "Bound"
+    (g_more,) = host.groups(plain)
+    assert required_locks(g_more) == {NLB3}
+    assert host.offered([g_more]) == {nlb3_region}
+
+
+def test_concurrent_lookups_never_count_a_handle_twice(reported):
+    """Routing runs one lookup at a time on every database: 2 regions of 2
+    handles, 4 lookups at once (2 x nlb0, 2 x nlb3) end with each
+    function on one region of its own."""
+    api, placement = reported
+    client = api.client
+    profiles = [client.profile("nlb0"), client.profile("nlb3")] * 2
+
+    def lookup(profile):
+        status, body = client.call(
+            "GET", f"/v2/device_profiles?name={profile}", env.NOVA)
+        assert status == 200, body
+        (group,) = body["device_profiles"][0]["groups"]
+        return group["accel:function_id"], required_locks(group)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lookup, profiles))
+
+    assert sorted(answers) == [("nlb0", {NLB0})] * 2 + [("nlb3", {NLB3})] * 2
+    assert sorted(tuple(locks_of(placement, rp)) for rp in api.rps) == [
+        (NLB0,), (NLB3,)]
+
+
+def test_a_kept_region_no_boot_comes_for_is_given_back(host):
+    """A lookup whose boot never comes keeps its region only for
+    ``[scheduling] lookup_lease``: then the reconciler takes the lock
+    trait off and the region is free for any content."""
+    client = host.api.client
+    (group,) = host.groups(client.profile("nlb3"))
+    (kept,) = host.offered([group])
+    assert host.traits(kept) == {NLB3}
+
+    env.expire_routing(host.api.db)
+    host.api.services.locks.repair()
+
+    assert host.traits(kept) == set()
+    (group,) = host.groups(client.profile("nlb0"))
+    assert required_locks(group) == {NLB0}
+    assert host.traits(host.r0) | host.traits(host.r1) == {NLB0}
+
+
+def test_a_region_is_kept_only_while_its_boots_are_waiting(host):
+    """Once the boots routed to a content are bound, its region is locked
+    by their use only: deleted, they leave it free for anything."""
+    client = host.api.client
     nlb3 = client.profile("nlb3")
     (group,) = host.groups(nlb3)
-    assert group[f"trait:{NLB0}"] == "forbidden"
-    assert group[f"trait:{EMPTY}"] == "forbidden"
-    assert f"trait:{NLB3}" not in group
-    assert group["accel:function_id"] == "nlb3"
-    # What the user stored is unchanged.
-    status, body = client.call("GET", f"/v2/device_profiles/{nlb3}",
-                               env.ADMIN)
-    assert body["device_profile"]["groups"] == host.groups(nlb3)
-    # Nova's scheduler may put nlb3 only on the idle region; nlb0 and a
-    # group that asks for no function anywhere with a free handle.
-    assert host.candidates(nlb3) == {host.r1}
-    assert host.candidates(client.profile("nlb0")) == {host.r0, host.r1}
-    assert host.candidates(client.profile()) == {host.r0, host.r1}
+    (kept,) = host.offered([group])
+
+    status, body, arq, instance = host.boot(nlb3, kept)
+    assert status == 202, body
+    assert client.wait_resolved(arq)["state"] == "Bound"
+    assert env.region_row(host.api.db, kept).assigned_until is None
+    assert host.traits(kept) == {NLB3}
+    client.call("DELETE", f"/v2/accelerator_requests?arqs={arq}", env.NOVA)
+
+    assert host.traits(kept) == set()
+    assert host.candidates(client.profile("nlb0")) == (
+        {host.r0, host.r1} - {kept})
+
+
+def test_a_boot_scheduled_from_an_older_answer_leaves_a_kept_region(host):
+    """A bind that reaches a region kept for another function (its boot was
+    scheduled from an answer given before the region was kept) is moved to
+    a sibling that can serve it, and the kept region stays kept."""
+    client = host.api.client
+    (group,) = host.groups(client.profile("nlb3"))
+    (kept,) = host.offered([group])
+    other = ({host.r0, host.r1} - {kept}).pop()
+
+    status, body, arq, instance = host.boot(client.profile("nlb0"), kept)
+
+    assert status == 202, body
+    resolved = client.wait_resolved(arq)
+    assert (resolved["state"], resolved["device_rp_uuid"]) == (
+        "Bound", other)
+    assert host.allocated(instance) == {other: {"FPGA": 1}}
+    assert host.traits(kept) == {NLB3}
 
 
 def test_a_region_being_programmed_is_offered_only_to_what_it_will_serve(
         slow_host):
-    """Boots of the function it is being programmed with, and boots asking
-    for no function, may be scheduled to it and join the run; boots of
-    another function are kept away by its lock trait. (Reserving its
-    capacity instead sent a storm's other boots of the same function to
-    "No valid host" while the run lasted.)"""
+    """Boots of the function it is being programmed with may be scheduled
+    to it and join the run; boots of another function are not. (Reserving
+    its capacity instead sent a storm's other boots of the same function
+    to "No valid host" while the run lasted.)"""
     host = slow_host
     client = host.api.client
     nlb0 = client.profile("nlb0")
@@ -179,8 +329,7 @@ def test_a_region_being_programmed_is_offered_only_to_what_it_will_serve(
     assert status == 202
     assert host.api.region().state == "programming"
     assert host.traits(host.r0) == {NLB0}
-    assert host.candidates(nlb0) == {host.r0, host.r1}
-    assert host.candidates(client.profile()) == {host.r0, host.r1}
+    assert host.candidates(nlb0) == {host.r0}
     assert host.candidates(client.profile("nlb3")) == {host.r1}
 
     status, body, second, instance = host.boot(nlb0, host.r0)

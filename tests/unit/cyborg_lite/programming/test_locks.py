@@ -12,6 +12,7 @@
 
 """The lock a region shows the scheduler, and the groups Nova reads."""
 
+import datetime
 import types
 
 from accel_common import inventory
@@ -23,11 +24,12 @@ EMPTY = "CUSTOM_ACCEL_LOCKED_EMPTY"
 
 
 def _region(state="ready", function_id=None, bitstream_id=None,
-            target=None, retired=False):
+            target=None, retired=False, kept_for=None, kept_until=None):
     return types.SimpleNamespace(
         state=state, function_id=function_id, bitstream_id=bitstream_id,
         target_function_id=target, target_bitstream_id=None,
-        retired=retired)
+        retired=retired, assigned_function_id=kept_for,
+        assigned_bitstream_id=None, assigned_until=kept_until)
 
 
 def test_lock_traits_name_what_the_region_is_locked_to():
@@ -90,3 +92,17 @@ def test_a_key_the_user_wrote_is_kept():
              f"trait:{NLB0}": "required"}
     (answer,) = locks.scheduling_groups([group], {("nlb0", None)})
     assert answer[f"trait:{NLB0}"] == "required"
+
+
+def test_an_idle_region_kept_by_routing_is_locked_until_the_keep_ends():
+    now = datetime.datetime(2026, 11, 25, 12, 0)
+    later = now + datetime.timedelta(seconds=60)
+    kept = _region(kept_for="nlb3", kept_until=later)
+    assert locks.region_lock(kept, 0, now) == NLB3
+    assert locks.region_lock(kept, 0, later) is None
+    # Kept for boots asking for no function: the empty lock.
+    assert locks.region_lock(_region(kept_until=later), 0, now) == EMPTY
+    # In use, the region is locked by what it runs.
+    assert locks.region_lock(
+        _region(function_id="nlb3", kept_for="nlb3", kept_until=later),
+        1, later) == NLB3

@@ -1,0 +1,344 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Route Nova's device profile lookups to the regions that will serve them.
+
+Nova 34 reads a boot's device profile (``GET /v2/device_profiles?name=``)
+in nova-api, before it schedules the boot, and its scheduler then reads
+nothing but Placement. Placement refuses a claim only for capacity, so two
+boots scheduled at the same moment for two functions can both claim one
+idle region, and only one of them can be served there. The lookup is the
+one moment cyborg_lite hears of a boot before Placement does, so it decides
+there which content the boot will use:
+
+* a group asking for function F goes to F: regions running F, being
+  programmed with F, or kept for F, while their free handles exceed the
+  boots routed there and not bound yet; else one more idle region is kept
+  for F from now on;
+* a group asking for no function goes to regions that serve boots like it
+  (nothing loaded first) with handles to spare, else to an idle region,
+  kept for what it has loaded.
+
+The group is answered with that content's lock trait required, so Placement
+offers the boot nothing else, and the regions kept carry the lock trait
+before the answer leaves (:mod:`.locks`). Routing runs one lookup at a time
+(a row lock), so two lookups never count the same free handle. A routed
+lookup counts against its content until a bind of that content consumes it
+(:func:`consume`), or for ``[scheduling] lookup_lease`` seconds; regions
+stay kept while lookups of their content are waiting.
+doc/source/architecture.rst, "Scheduling a region that can serve the
+group", has the whole model.
+"""
+
+import collections
+import dataclasses
+import datetime
+
+from oslo_log import log as logging
+
+from accel_common import inventory
+from cyborg_lite.db import models
+from cyborg_lite.db import routing as routing_db
+from cyborg_lite.programming import locks
+from cyborg_lite.programming import regions
+
+LOG = logging.getLogger(__name__)
+
+_CONTENT_TRAITS = (inventory.LOCK_TRAIT_PREFIX,
+                   inventory.FUNCTION_TRAIT_PREFIX)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """What a routable group asks for: one resource class and its units,
+    and the content (``(function_id, None)``; None: no function)."""
+
+    resource_class: str
+    units: int
+    content: tuple = None
+
+
+def spec_of(group):
+    """The :class:`Spec` of a group lookup routing can route, or None:
+    groups of more than one resource class, asking for an image by id, or
+    already requiring a lock or function trait (function pools) are
+    answered as before."""
+    resources = {key[len("resources:"):]: value
+                 for key, value in group.items()
+                 if key.startswith("resources:")}
+    if len(resources) != 1 or group.get(locks.BITSTREAM_KEY):
+        return None
+    for key, value in group.items():
+        if (key.startswith("trait:") and value == "required"
+                and key[len("trait:"):].startswith(_CONTENT_TRAITS)):
+            return None
+    (resource_class, units), = resources.items()
+    try:
+        units = int(units)
+    except (TypeError, ValueError):
+        return None
+    function_id = group.get(locks.FUNCTION_KEY)
+    return Spec(resource_class, units,
+                (function_id, None) if function_id else None)
+
+
+def own_traits(group):
+    """The group's own required and forbidden traits, as Placement's
+    ``required`` parameter takes them (``!`` forbids)."""
+    traits = []
+    for key, value in sorted(group.items()):
+        if not key.startswith("trait:"):
+            continue
+        name = key[len("trait:"):]
+        if name.startswith(inventory.LOCK_TRAIT_PREFIX):
+            continue
+        if value == "required":
+            traits.append(name)
+        elif value == "forbidden":
+            traits.append("!" + name)
+    return traits
+
+
+@dataclasses.dataclass
+class _Region:
+    deployable: object
+    device: object
+    total: int
+    in_use: int
+    #: the lock trait it carries (None: idle, free for any content).
+    lock: str = None
+    #: what it serves under that lock.
+    content: tuple = None
+
+    @property
+    def free(self):
+        return max(0, self.total - self.in_use)
+
+
+def _survey(session, spec, eligible, now):
+    """The regions of the spec's resource class (those in ``eligible``
+    when given), each with its lock and content."""
+    rows = routing_db.regions(session, spec.resource_class)
+    if eligible is not None:
+        rows = [row for row in rows if row[0].rp_uuid in eligible]
+    held = routing_db.handles(session, [d.id for d, _ in rows])
+    found = [_Region(d, v, *held.get(d.id, (0, 0))) for d, v in rows]
+    device_in_use = collections.Counter()
+    for region in found:
+        device_in_use[region.device.id] += region.in_use
+    for region in found:
+        d = region.deployable
+        unit_in_use = (device_in_use[region.device.id]
+                       if region.device.program_mode == "single"
+                       else region.in_use)
+        region.lock = locks.region_lock(d, unit_in_use, now)
+        if region.lock is None:
+            continue
+        if d.state == regions.PROGRAMMING:
+            region.content = (d.target_function_id, d.target_bitstream_id)
+        elif unit_in_use:
+            region.content = (d.function_id, d.bitstream_id)
+        else:
+            region.content = locks.kept_for(d, now)
+    return found
+
+
+def _spare(found, lookups):
+    """``{lock trait: free handles beyond the lookups routed there and
+    not bound yet}``."""
+    spare = collections.Counter()
+    for region in found:
+        if region.lock is not None:
+            spare[region.lock] += region.free
+    for trait, units in lookups.items():
+        spare[trait] -= units
+    return spare
+
+
+def _idle_unit(found, content, trait):
+    """The idle regions to keep for ``content`` (None: for no function)
+    under ``trait``: one region, or every region of a ``single``-mode
+    device; [] when none is idle.
+
+    Hosts without a region of that content come first: Nova's scheduler
+    claims only the first candidate of a host, so two regions of one
+    content on one host let two boots scheduled at once claim the same one,
+    and the second then fails there. Then regions already loaded with what
+    is asked, then hosts with the fewest idle regions (the hosts with many
+    stay free for what comes next), then empty regions.
+    """
+    by_device = collections.defaultdict(list)
+    for region in found:
+        by_device[region.device.id].append(region)
+    hosts = {r.device.hostname for r in found if r.lock == trait}
+
+    def idle(region):
+        return (region.lock is None and region.total > 0
+                and region.deployable.state == regions.READY)
+
+    idle_on = collections.Counter(r.device.hostname for r in found
+                                  if idle(r))
+
+    def rank(region):
+        loaded = (region.deployable.function_id,
+                  region.deployable.bitstream_id)
+        return (region.device.hostname in hosts,
+                content is None or loaded[0] != content[0],
+                idle_on[region.device.hostname],
+                loaded != (None, None), region.deployable.id)
+
+    for region in sorted((r for r in found if idle(r)), key=rank):
+        if region.device.program_mode != "single":
+            return [region]
+        unit = by_device[region.device.id]
+        if all(idle(r) for r in unit):
+            return unit
+    return []
+
+
+def route(session, group, eligible, now, lease):
+    """Route one group (inside the router's transaction).
+
+    :param eligible: rp uuids of the regions with the group's own traits
+        (None: every region of its resource class).
+    :returns: ``(the group as answered, or None when not routed,
+        deployable ids newly kept)``.
+    """
+    spec = spec_of(group)
+    if spec is None:
+        return None, []
+    found = _survey(session, spec, eligible, now)
+    if not found:
+        return None, []
+    spare = _spare(found, routing_db.live_lookups(session, now))
+    kept = []
+    if spec.content is not None:
+        trait = inventory.lock_trait(*spec.content)
+        content = spec.content
+        if spare[trait] < spec.units:
+            kept = _idle_unit(found, content, trait)
+    else:
+        roomy = [t for t, n in spare.items() if n >= spec.units]
+        empty = inventory.lock_trait()
+        if roomy:
+            trait = (empty if empty in roomy
+                     else max(roomy, key=lambda t: (spare[t], t)))
+            content = next(r.content for r in found if r.lock == trait)
+        else:
+            kept = _idle_unit(found, None, None)
+            if not kept:
+                return None, []
+            d = kept[0].deployable
+            content = (d.function_id, d.bitstream_id)
+            trait = inventory.lock_trait(*content)
+    for region in kept:
+        region.lock, region.content = trait, content
+    until = now + datetime.timedelta(seconds=lease)
+    routing_db.keep_for(
+        session, [r.deployable.id for r in found if r.lock == trait],
+        content[0], content[1], until)
+    routing_db.add_lookup(session, trait, spec.units, now, until)
+    if kept:
+        LOG.info("Regions %s kept for %s (lookup routing)",
+                 ", ".join(r.deployable.uuid for r in kept),
+                 regions.target_text(*content) if any(content)
+                 else "boots asking for no function")
+    return {**group, f"trait:{trait}": "required"}, [
+        r.deployable.id for r in kept]
+
+
+def _route_all(session, groups, eligible, lease):
+    routing_db.lock_router(session)
+    now = models.utcnow()
+    answered, kept = [], []
+    for group, rps in zip(groups, eligible):
+        routed, ids = route(session, group, rps, now, lease)
+        answered.append(routed)
+        kept += ids
+    return answered, kept
+
+
+def consume(db, lock_traits):
+    """Bound: one routed lookup of each of these contents is not waiting
+    any more (a bind that was not routed takes the oldest one's place); a
+    content with no lookup left waiting keeps no region.
+
+    :returns: ids of the regions no longer kept (their lock traits are to
+        be written).
+    """
+    return db.run(routing_db.consume, list(lock_traits),
+                  inventory.lock_trait)
+
+
+class Router:
+    """Answers Nova's lookups of device profiles.
+
+    :param conf: the service's configuration.
+    :param db: the :class:`~cyborg_lite.db.engine.Database`.
+    :param lock_traits: a :class:`~.locks.LockTraits`.
+    """
+
+    def __init__(self, conf, db, lock_traits):
+        self.conf = conf
+        self.db = db
+        self.locks = lock_traits
+
+    @property
+    def enabled(self):
+        return (self.conf.scheduling.route_lookups
+                and self.locks is not None and self.locks.enabled)
+
+    def _eligible(self, client, group):
+        """The regions with the group's own traits; None: any will do."""
+        traits = own_traits(group)
+        if not traits:
+            return None
+        body = client.request("GET", "/resource_providers",
+                              params={"required": ",".join(traits)})
+        return {rp["uuid"] for rp in body["resource_providers"]}
+
+    def answer(self, groups, contents):
+        """A looked-up profile's groups as Nova's scheduler must read
+        them: routed groups require their content's lock trait; the others
+        forbid the lock traits of other contents
+        (:func:`.locks.scheduling_groups`).
+
+        :param contents: what regions run, from
+            :meth:`.locks.LockTraits.ensure_known`.
+        """
+        fallback = locks.scheduling_groups(groups, contents)
+        if not self.enabled or not any(spec_of(g) for g in groups):
+            return fallback
+        client = self.locks.providers.client()
+        try:
+            eligible = [self._eligible(client, g) if spec_of(g) else None
+                        for g in groups]
+        except Exception as error:
+            LOG.warning("Lookup not routed: Placement did not list the "
+                        "regions of its groups: %s", error)
+            return fallback
+        routed, kept = self.db.run(_route_all, groups, eligible,
+                                   self.conf.scheduling.lookup_lease)
+        # NOTE(cyborg_lite): Placement refuses an unknown required trait,
+        # and writing one to a provider.
+        client.ensure_traits({
+            key[len("trait:"):] for group in routed if group
+            for key, value in group.items() if value == "required"
+            and key.startswith("trait:" + inventory.LOCK_TRAIT_PREFIX)})
+        if kept:
+            failed = self.locks.sync(kept)
+            if failed:
+                LOG.warning("Lock traits of regions kept for a lookup not "
+                            "written (the reconciler retries): %s",
+                            ", ".join(failed))
+        return [mine if mine is not None else theirs
+                for mine, theirs in zip(routed, fallback)]

@@ -1,0 +1,96 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Which groups lookup routing takes, and which idle region it keeps."""
+
+import types
+
+from cyborg_lite.programming import routing
+
+NLB0 = "CUSTOM_ACCEL_LOCKED_FN_NLB0"
+EMPTY = "CUSTOM_ACCEL_LOCKED_EMPTY"
+
+
+def test_groups_of_one_resource_class_are_routed_by_their_function():
+    assert routing.spec_of({"resources:FPGA": "1",
+                            "accel:function_id": "nlb0"}) == routing.Spec(
+        "FPGA", 1, ("nlb0", None))
+    assert routing.spec_of({"resources:FPGA": "2",
+                            "trait:CUSTOM_FPGA_INTEL": "required"}) == (
+        routing.Spec("FPGA", 2, None))
+
+
+def test_groups_that_choose_their_regions_themselves_are_not_routed():
+    # Function pools: the profile requires the function's trait.
+    assert routing.spec_of({
+        "resources:FPGA": "1", "accel:function_id": "nlb0",
+        "trait:CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0": "required"}) is None
+    assert routing.spec_of({"resources:FPGA": "1",
+                            f"trait:{NLB0}": "required"}) is None
+    assert routing.spec_of({"resources:FPGA": "1",
+                            "accel:bitstream_id": "b1"}) is None
+    assert routing.spec_of({"resources:FPGA": "1",
+                            "resources:CUSTOM_X": "1"}) is None
+
+
+def test_own_traits_leave_the_lock_traits_out():
+    assert routing.own_traits({
+        "resources:FPGA": "1", "trait:CUSTOM_FPGA_INTEL": "required",
+        "trait:CUSTOM_SLOW": "forbidden",
+        f"trait:{NLB0}": "forbidden"}) == ["CUSTOM_FPGA_INTEL",
+                                           "!CUSTOM_SLOW"]
+
+
+def _region(rid, host, lock=None, function_id=None, total=4, in_use=0,
+            mode="dynamic", device=None):
+    deployable = types.SimpleNamespace(
+        id=rid, uuid=f"r{rid}", state="ready", function_id=function_id,
+        bitstream_id=None)
+    dev = types.SimpleNamespace(id=device or rid, hostname=host,
+                                program_mode=mode)
+    return routing._Region(deployable, dev, total, in_use, lock)
+
+
+def test_spare_handles_are_free_handles_less_the_boots_routed_there():
+    found = [_region(1, "h1", NLB0, "nlb0", in_use=1),
+             _region(2, "h2", NLB0, "nlb0"), _region(3, "h2")]
+    spare = routing._spare(found, {NLB0: 5, EMPTY: 1})
+    assert spare[NLB0] == 3 + 4 - 5
+    assert spare[EMPTY] == -1
+
+
+def test_a_new_region_for_a_content_goes_to_a_host_without_one():
+    found = [_region(1, "h1", NLB0, "nlb0", in_use=4),
+             _region(2, "h1", function_id="nlb0"), _region(3, "h2")]
+    # h1's idle region runs nlb0 already, but h1 has a region of nlb0:
+    # Nova claims only the first candidate of a host.
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, ("nlb0", None), NLB0)] == [3]
+
+
+def test_an_idle_region_loaded_with_the_function_is_kept_first():
+    found = [_region(1, "h1"), _region(2, "h2", function_id="nlb0")]
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, ("nlb0", None), NLB0)] == [2]
+    # For no function, the empty one.
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, None, None)] == [1]
+
+
+def test_a_single_mode_device_is_kept_whole_or_not_at_all():
+    found = [_region(1, "h1", mode="single", device=9),
+             _region(2, "h1", NLB0, "nlb0", in_use=1, mode="single",
+                     device=9),
+             _region(3, "h2", mode="single", device=8),
+             _region(4, "h2", mode="single", device=8)]
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, ("nlb3", None), "CUSTOM_ACCEL_LOCKED_FN_NLB3")] == [3, 4]
