@@ -53,7 +53,11 @@ def _authorize(action):
 
 
 def list_profiles():
-    """GET /v2/device_profiles[?name=a,b]"""
+    """GET /v2/device_profiles[?name=a,b]
+
+    Nova's lookup (one name, a service token) is routed
+    (:class:`cyborg_lite.programming.routing.Router`).
+    """
     svc = _authorize("get_all")
     params = common.query(("name", "limit", "marker"))
     limit, marker = common.pagination(params)
@@ -62,9 +66,12 @@ def list_profiles():
                                           marker=marker)
     contents = _contents(svc, [g for p in profiles for g in p.groups])
     if (contents is not None and names is not None and len(names) == 1
-            and len(profiles) == 1 and svc.router is not None):
+            and len(profiles) == 1 and svc.router is not None
+            and common.context().is_service):
         # NOTE(cyborg_lite): Nova's lookup of the profile of a boot it is
-        # about to schedule: route it (doc/source/architecture.rst).
+        # about to schedule (it sends a service token): route it
+        # (doc/source/architecture.rst). A user's read is not routed, so
+        # it cannot keep regions from others.
         (profile,) = profiles
         groups = svc.router.answer(profile.groups, contents)
         return common.listing("device_profiles", profiles,

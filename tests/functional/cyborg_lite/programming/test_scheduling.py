@@ -259,6 +259,22 @@ def test_concurrent_lookups_never_count_a_handle_twice(reported):
         (NLB0,), (NLB3,)]
 
 
+def test_a_users_read_of_a_profile_keeps_nothing(host):
+    """Only Nova's lookups (with a service token) are routed: a user
+    reading a profile by name, however often, keeps no region."""
+    client = host.api.client
+    nlb3 = client.profile("nlb3")
+    user = {key: value for key, value in env.NOVA.items()
+            if key != "X-Service-Roles"}
+    for _ in range(3):
+        status, body = client.call(
+            "GET", f"/v2/device_profiles?name={nlb3}", user)
+        assert status == 200, body
+        (group,) = body["device_profiles"][0]["groups"]
+        assert required_locks(group) == set()
+    assert host.traits(host.r0) | host.traits(host.r1) == set()
+
+
 def test_a_kept_region_no_boot_comes_for_is_given_back(host):
     """A lookup whose boot never comes keeps its region only for
     ``[scheduling] lookup_lease``: then the reconciler takes the lock
