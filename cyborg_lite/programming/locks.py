@@ -196,13 +196,21 @@ class LockTraits:
 
     def ensure_known(self, groups):
         """Create the lock traits ``groups`` will forbid once answered to
-        Nova. :returns: the contents read, for :func:`scheduling_groups`.
+        Nova. :returns: the contents read, for :func:`scheduling_groups`;
+        None when Placement could not create them (the groups are then
+        answered as stored: Placement refuses an unknown forbidden trait).
         """
         contents = self.db.read(deployable_db.contents)
         if self.enabled:
             traits = forbidden_traits(groups, contents)
             if traits:
-                self.providers.client().ensure_traits(traits)
+                try:
+                    self.providers.client().ensure_traits(traits)
+                except Exception as error:
+                    LOG.warning("Profile answered without lock traits: "
+                                "Placement did not create %s: %s",
+                                ", ".join(sorted(traits)), error)
+                    return None
         return contents
 
     def sync(self, deployable_ids):

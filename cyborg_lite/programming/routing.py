@@ -330,15 +330,23 @@ class Router:
                                    self.conf.scheduling.lookup_lease)
         # NOTE(cyborg_lite): Placement refuses an unknown required trait,
         # and writing one to a provider.
-        client.ensure_traits({
-            key[len("trait:"):] for group in routed if group
-            for key, value in group.items() if value == "required"
-            and key.startswith("trait:" + inventory.LOCK_TRAIT_PREFIX)})
+        try:
+            client.ensure_traits({
+                key[len("trait:"):] for group in routed if group
+                for key, value in group.items() if value == "required"
+                and key.startswith("trait:" + inventory.LOCK_TRAIT_PREFIX)})
+        except Exception as error:
+            LOG.warning("Lookup not routed: its lock traits could not be "
+                        "created in Placement: %s", error)
+            return fallback
         if kept:
             failed = self.locks.sync(kept)
             if failed:
-                LOG.warning("Lock traits of regions kept for a lookup not "
-                            "written (the reconciler retries): %s",
-                            ", ".join(failed))
+                # NOTE(cyborg_lite): no region would carry what the answer
+                # requires: answer as without routing.
+                LOG.warning("Lookup not routed: lock traits of the regions "
+                            "kept for it not written (the reconciler "
+                            "retries): %s", ", ".join(failed))
+                return fallback
         return [mine if mine is not None else theirs
                 for mine, theirs in zip(routed, fallback)]

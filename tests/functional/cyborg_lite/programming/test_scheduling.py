@@ -275,6 +275,20 @@ def test_a_users_read_of_a_profile_keeps_nothing(host):
     assert host.traits(host.r0) | host.traits(host.r1) == set()
 
 
+def test_a_lookup_placement_cannot_serve_is_answered_unrouted(host):
+    """Placement unreachable while a lookup keeps a region: the answer is
+    the one without routing (no lock trait required that no region
+    carries), never a 5xx."""
+    client = host.api.client
+    nlb3 = client.profile("nlb3")
+
+    with env.placement_unreachable(host.api):
+        (group,) = host.groups(nlb3)
+
+    assert required_locks(group) == set()
+    assert group["accel:function_id"] == "nlb3"
+
+
 def test_a_kept_region_no_boot_comes_for_is_given_back(host):
     """A lookup whose boot never comes keeps its region only for
     ``[scheduling] lookup_lease``: then the reconciler takes the lock
