@@ -234,7 +234,9 @@ def route(session, group, eligible, now, lease):
                      else max(roomy, key=lambda t: (spare[t], t)))
             content = next(r.content for r in found if r.lock == trait)
         else:
-            kept = _idle_unit(found, None, None)
+            # NOTE(cyborg_lite): spread like the regions of boots asking for
+            # no function, which keep empty regions first.
+            kept = _idle_unit(found, None, empty)
             if not kept:
                 return None, []
             d = kept[0].deployable

@@ -83,7 +83,14 @@ def test_an_idle_region_loaded_with_the_function_is_kept_first():
         found, ("nlb0", None), NLB0)] == [2]
     # For no function, the empty one.
     assert [r.deployable.id for r in routing._idle_unit(
-        found, None, None)] == [1]
+        found, None, EMPTY)] == [1]
+
+
+def test_a_second_region_for_boots_without_function_goes_to_another_host():
+    found = [_region(1, "h1", EMPTY, in_use=4), _region(2, "h1"),
+             _region(3, "h2"), _region(4, "h2")]
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, None, EMPTY)] == [3]
 
 
 def test_a_single_mode_device_is_kept_whole_or_not_at_all():
