@@ -164,22 +164,25 @@ def _spare(found, lookups):
     return spare
 
 
-def _idle_unit(found, content, trait):
-    """The idle regions to keep for ``content`` (None: for no function)
-    under ``trait``: one region, or every region of a ``single``-mode
-    device; [] when none is idle.
+def _idle_unit(found, content):
+    """The idle regions to keep for ``content`` (None: for no function,
+    which keeps a region for what it has loaded): one region, or every
+    region of a ``single``-mode device; [] when none is idle.
 
-    Hosts without a region of that content come first: Nova's scheduler
-    claims only the first candidate of a host, so two regions of one
-    content on one host let two boots scheduled at once claim the same one,
-    and the second then fails there. Then regions already loaded with what
-    is asked, then hosts with the fewest idle regions (the hosts with many
-    stay free for what comes next), then empty regions.
+    Hosts without a region of the content it would serve come first:
+    Nova's scheduler claims only the first candidate of a host, so two
+    regions of one content on one host let two boots scheduled at once
+    claim the same one, and the second then fails there. Then regions
+    already loaded with what is asked (or, for no function, empty ones),
+    then hosts with the fewest idle regions (the hosts with many stay free
+    for what comes next).
     """
     by_device = collections.defaultdict(list)
+    hosts_of = collections.defaultdict(set)
     for region in found:
         by_device[region.device.id].append(region)
-    hosts = {r.device.hostname for r in found if r.lock == trait}
+        if region.lock is not None:
+            hosts_of[region.lock].add(region.device.hostname)
 
     def idle(region):
         return (region.lock is None and region.total > 0
@@ -191,10 +194,11 @@ def _idle_unit(found, content, trait):
     def rank(region):
         loaded = (region.deployable.function_id,
                   region.deployable.bitstream_id)
-        return (region.device.hostname in hosts,
-                content is None or loaded[0] != content[0],
-                idle_on[region.device.hostname],
-                loaded != (None, None), region.deployable.id)
+        serves = inventory.lock_trait(*(content or loaded))
+        return (region.device.hostname in hosts_of[serves],
+                loaded[0] != content[0] if content else loaded != (None,
+                                                                   None),
+                idle_on[region.device.hostname], region.deployable.id)
 
     for region in sorted((r for r in found if idle(r)), key=rank):
         if region.device.program_mode != "single":
@@ -225,7 +229,7 @@ def route(session, group, eligible, now, lease):
         trait = inventory.lock_trait(*spec.content)
         content = spec.content
         if spare[trait] < spec.units:
-            kept = _idle_unit(found, content, trait)
+            kept = _idle_unit(found, content)
     else:
         roomy = [t for t, n in spare.items() if n >= spec.units]
         empty = inventory.lock_trait()
@@ -234,9 +238,7 @@ def route(session, group, eligible, now, lease):
                      else max(roomy, key=lambda t: (spare[t], t)))
             content = next(r.content for r in found if r.lock == trait)
         else:
-            # NOTE(cyborg_lite): spread like the regions of boots asking for
-            # no function, which keep empty regions first.
-            kept = _idle_unit(found, None, empty)
+            kept = _idle_unit(found, None)
             if not kept:
                 return None, []
             d = kept[0].deployable

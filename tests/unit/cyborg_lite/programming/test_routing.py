@@ -74,23 +74,23 @@ def test_a_new_region_for_a_content_goes_to_a_host_without_one():
     # h1's idle region runs nlb0 already, but h1 has a region of nlb0:
     # Nova claims only the first candidate of a host.
     assert [r.deployable.id for r in routing._idle_unit(
-        found, ("nlb0", None), NLB0)] == [3]
+        found, ("nlb0", None))] == [3]
 
 
 def test_an_idle_region_loaded_with_the_function_is_kept_first():
     found = [_region(1, "h1"), _region(2, "h2", function_id="nlb0")]
     assert [r.deployable.id for r in routing._idle_unit(
-        found, ("nlb0", None), NLB0)] == [2]
+        found, ("nlb0", None))] == [2]
     # For no function, the empty one.
     assert [r.deployable.id for r in routing._idle_unit(
-        found, None, EMPTY)] == [1]
+        found, None)] == [1]
 
 
 def test_a_second_region_for_boots_without_function_goes_to_another_host():
     found = [_region(1, "h1", EMPTY, in_use=4), _region(2, "h1"),
              _region(3, "h2"), _region(4, "h2")]
     assert [r.deployable.id for r in routing._idle_unit(
-        found, None, EMPTY)] == [3]
+        found, None)] == [3]
 
 
 def test_a_single_mode_device_is_kept_whole_or_not_at_all():
@@ -100,4 +100,14 @@ def test_a_single_mode_device_is_kept_whole_or_not_at_all():
              _region(3, "h2", mode="single", device=8),
              _region(4, "h2", mode="single", device=8)]
     assert [r.deployable.id for r in routing._idle_unit(
-        found, ("nlb3", None), "CUSTOM_ACCEL_LOCKED_FN_NLB3")] == [3, 4]
+        found, ("nlb3", None))] == [3, 4]
+
+
+def test_a_region_for_no_function_serves_what_it_loaded_and_spreads_so():
+    # Every region runs a function already: the region kept for boots
+    # asking for none serves nlb0 there, so not beside h1's nlb0 region.
+    found = [_region(1, "h1", NLB0, "nlb0", in_use=4),
+             _region(2, "h1", function_id="nlb0"),
+             _region(3, "h2", function_id="nlb0")]
+    assert [r.deployable.id for r in routing._idle_unit(
+        found, None)] == [3]
