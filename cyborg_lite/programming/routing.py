@@ -173,9 +173,9 @@ def _idle_unit(found, content):
     Nova's scheduler claims only the first candidate of a host, so two
     regions of one content on one host let two boots scheduled at once
     claim the same one, and the second then fails there. Then regions
-    already loaded with what is asked (or, for no function, empty ones),
-    then hosts with the fewest idle regions (the hosts with many stay free
-    for what comes next).
+    already loaded with what is asked, then empty ones, then hosts with the
+    fewest idle regions (the hosts with many stay free for what comes
+    next).
     """
     by_device = collections.defaultdict(list)
     hosts_of = collections.defaultdict(set)
@@ -195,9 +195,9 @@ def _idle_unit(found, content):
         loaded = (region.deployable.function_id,
                   region.deployable.bitstream_id)
         serves = inventory.lock_trait(*(content or loaded))
-        return (region.device.hostname in hosts_of[serves],
-                loaded[0] != content[0] if content else loaded != (None,
-                                                                   None),
+        loads = 0 if content and loaded[0] == content[0] else (
+            1 if loaded == (None, None) else 2)
+        return (region.device.hostname in hosts_of[serves], loads,
                 idle_on[region.device.hostname], region.deployable.id)
 
     for region in sorted((r for r in found if idle(r)), key=rank):
