@@ -245,8 +245,20 @@ def _reserve(session, binds, project_id, programmer, notify,
     rows, bound_to = arq_db.for_bind(session, list(binds), instances,
                                      project_id)
     arqs = _all_found(binds, {arq.uuid: (arq, group) for arq, group in rows})
+    bound, jobs, touched, contents = [], [], set(), []
     for instance in sorted(instances):
         others = bound_to.get(instance)
+        if others and _rescheduled(others, binds, instance, arqs):
+            # NOTE(cyborg_lite): Nova 34 reschedules a build that failed on
+            # its first host before nova-compute deleted its ARQs (a failed
+            # claim) and binds new ones on the next host: the old bindings
+            # belong to a build that is over.
+            LOG.info("Instance %s rescheduled: ARQs %s bound on %s are "
+                     "unbound", instance, ", ".join(a.uuid for a in others),
+                     ", ".join(sorted({a.hostname for a in others})))
+            touched |= {a.deployable_id for a in others if a.deployable_id}
+            _unbind_rows(session, others)
+            continue
         if others:
             # NOTE(cyborg_lite): name only what the caller may see: another
             # project's ARQ uuids would tell it they exist.
@@ -255,7 +267,6 @@ def _reserve(session, binds, project_id, programmer, notify,
             raise InstanceAlreadyBound(
                 instance=instance,
                 arqs=f" ({exception.some(visible)})" if visible else "")
-    bound, jobs, touched, contents = [], [], set(), []
     for arq_uuid, fields in binds.items():
         arq, group = arqs[arq_uuid]
         if _is_repeat(arq, fields):
@@ -302,6 +313,19 @@ def _served_lock(group, deployable):
                                     deployable.target_bitstream_id)
     return inventory.lock_trait(deployable.function_id,
                                 deployable.bitstream_id)
+
+
+def _rescheduled(others, binds, instance, arqs):
+    """Are ``others`` (bound to ``instance``) left from a build of the
+    same project on another host, the PATCH binding it on a new one?"""
+    mine = [fields for fields in binds.values()
+            if fields["instance_uuid"] == instance]
+    hosts = {fields["hostname"] for fields in mine}
+    projects = {arqs[uuid][0].project_id for uuid, fields in binds.items()
+                if fields["instance_uuid"] == instance}
+    return all(a.state == states.BOUND and a.hostname
+               and a.hostname not in hosts and a.project_id in projects
+               for a in others)
 
 
 def _bind_one(session, arq, group, fields, deployable, device, programmer,

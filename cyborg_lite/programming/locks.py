@@ -226,6 +226,21 @@ class LockTraits:
         wanted = self.db.read(wanted_locks, list(deployable_ids))
         return self._write(wanted)
 
+    def ensure_written(self, regions_traits):
+        """Make sure these regions carry these lock traits in Placement
+        before an answer relies on them: those just kept, and those this
+        process has not seen written so, are synced now. Never raises.
+
+        :param regions_traits: ``{rp uuid: (deployable id, lock trait,
+            kept just now)}``.
+        :returns: the providers whose write failed.
+        """
+        with self._lock:
+            stale = [ident for rp, (ident, trait, fresh)
+                     in regions_traits.items()
+                     if fresh or self._written.get(rp) != trait]
+        return self.sync(stale) if stale else []
+
     def repair(self):
         """Sync every live region whose wanted lock trait differs from the
         one this process last saw written (all of them after a start).

@@ -215,14 +215,15 @@ def route(session, group, eligible, now, lease):
     :param eligible: rp uuids of the regions with the group's own traits
         (None: every region of its resource class).
     :returns: ``(the group as answered, or None when not routed,
-        deployable ids newly kept)``.
+        {rp uuid: (deployable id, kept just now)} of the regions it was
+        routed to)``.
     """
     spec = spec_of(group)
     if spec is None:
-        return None, []
+        return None, {}
     found = _survey(session, spec, eligible, now)
     if not found:
-        return None, []
+        return None, {}
     spare = _spare(found, routing_db.live_lookups(session, now))
     kept = []
     if spec.content is not None:
@@ -240,7 +241,7 @@ def route(session, group, eligible, now, lease):
         else:
             kept = _idle_unit(found, None)
             if not kept:
-                return None, []
+                return None, {}
             d = kept[0].deployable
             content = (d.function_id, d.bitstream_id)
             trait = inventory.lock_trait(*content)
@@ -256,19 +257,26 @@ def route(session, group, eligible, now, lease):
                  ", ".join(r.deployable.uuid for r in kept),
                  regions.target_text(*content) if any(content)
                  else "boots asking for no function")
-    return {**group, f"trait:{trait}": "required"}, [
-        r.deployable.id for r in kept]
+    fresh = {r.deployable.id for r in kept}
+    return {**group, f"trait:{trait}": "required"}, {
+        r.deployable.rp_uuid: (r.deployable.id, r.deployable.id in fresh)
+        for r in found if r.lock == trait}
 
 
 def _route_all(session, groups, eligible, lease):
     routing_db.lock_router(session)
     now = models.utcnow()
-    answered, kept = [], []
+    answered, relied = [], {}
     for group, rps in zip(groups, eligible):
-        routed, ids = route(session, group, rps, now, lease)
+        routed, regions_of = route(session, group, rps, now, lease)
         answered.append(routed)
-        kept += ids
-    return answered, kept
+        if routed is not None:
+            trait = next(key[len("trait:"):] for key, value in routed.items()
+                         if value == "required" and key.startswith(
+                             "trait:" + inventory.LOCK_TRAIT_PREFIX))
+            relied.update({rp: (ident, trait, fresh)
+                           for rp, (ident, fresh) in regions_of.items()})
+    return answered, relied
 
 
 def consume(db, lock_traits):
@@ -330,8 +338,8 @@ class Router:
             LOG.warning("Lookup not routed: Placement did not list the "
                         "regions of its groups: %s", error)
             return fallback
-        routed, kept = self.db.run(_route_all, groups, eligible,
-                                   self.conf.scheduling.lookup_lease)
+        routed, relied = self.db.run(_route_all, groups, eligible,
+                                     self.conf.scheduling.lookup_lease)
         # NOTE(cyborg_lite): Placement refuses an unknown required trait,
         # and writing one to a provider.
         try:
@@ -343,14 +351,16 @@ class Router:
             LOG.warning("Lookup not routed: its lock traits could not be "
                         "created in Placement: %s", error)
             return fallback
-        if kept:
-            failed = self.locks.sync(kept)
-            if failed:
-                # NOTE(cyborg_lite): no region would carry what the answer
-                # requires: answer as without routing.
-                LOG.warning("Lookup not routed: lock traits of the regions "
-                            "kept for it not written (the reconciler "
-                            "retries): %s", ", ".join(failed))
-                return fallback
+        # NOTE(cyborg_lite): every region the answer relies on must carry
+        # its lock trait before the answer leaves, also one another
+        # lookup kept a moment ago and is still writing.
+        failed = self.locks.ensure_written(relied)
+        if failed:
+            # NOTE(cyborg_lite): no region would carry what the answer
+            # requires: answer as without routing.
+            LOG.warning("Lookup not routed: lock traits of the regions "
+                        "kept for it not written (the reconciler "
+                        "retries): %s", ", ".join(failed))
+            return fallback
         return [mine if mine is not None else theirs
                 for mine, theirs in zip(routed, fallback)]

@@ -513,3 +513,27 @@ def test_a_function_without_image_is_refused_before_anything_is_loaded(
     status, _, arq, _ = host.boot(client.profile("nlb0"), host.r0)
     assert status == 202
     assert client.wait_resolved(arq)["state"] == "Bound"
+
+
+def test_a_rescheduled_build_binds_on_its_new_host(host):
+    """Nova 34 reschedules a build whose claim failed on its first host
+    before nova-compute deleted its ARQs, and binds new ones for the same
+    instance on the next host: the old bindings are released, not a 400;
+    another binding of the instance on the same host still is."""
+    client = host.api.client
+    plain = client.profile()
+    instance = str(uuid.uuid4())
+    (old,) = client.arqs(plain)
+    assert client.bind([old], host.r0, instance, "first-host")[0] == 202
+    assert client.arq(old)["state"] == "Bound"
+
+    (new,) = client.arqs(plain)
+    status, body = client.bind([new], host.r1, instance, host.api.host)
+
+    assert status == 202, body
+    assert client.wait_resolved(new)["state"] == "Bound"
+    assert client.arq(old)["state"] == "Unbound"
+    (extra,) = client.arqs(plain)
+    status, body = client.bind([extra], host.r1, instance, host.api.host)
+    assert status == 400
+    assert "already has bound accelerator requests" in body["error_message"]
