@@ -88,16 +88,18 @@ def consume(session, lock_traits, lock_of):
         sa.select(_L.id, _L.lock_trait)
         .where(_L.lock_trait.in_(list(wanted)))
         .order_by(_L.id)).all()
-    gone, left = [], collections.Counter()
+    left = collections.Counter()
     for lookup_id, trait in rows:
         if wanted[trait] > 0:
-            wanted[trait] -= 1
-            gone.append(lookup_id)
+            # NOTE(cyborg_lite): one row at a time: a concurrent bind may
+            # have consumed the same oldest row (its DELETE then matches
+            # nothing here, and the next row is taken instead).
+            gone = session.execute(
+                sa.delete(_L).where(_L.id == lookup_id)
+                .execution_options(synchronize_session=False)).rowcount
+            wanted[trait] -= gone
         else:
             left[trait] += 1
-    if gone:
-        session.execute(sa.delete(_L).where(_L.id.in_(gone))
-                        .execution_options(synchronize_session=False))
     done = {trait for trait in lock_traits if not left[trait]}
     kept = session.execute(
         sa.select(_D.id, _D.assigned_function_id, _D.assigned_bitstream_id)

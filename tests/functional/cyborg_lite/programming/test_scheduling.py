@@ -15,12 +15,16 @@ where Nova allocated, against the real Placement (lock traits, the groups
 answered to Nova, allocation candidates, moves to a sibling region)."""
 
 import concurrent.futures
+import datetime
 import uuid
 
 import pytest
 
 from accel_common import inventory
 from accel_tools import request_groups
+from cyborg_lite.db import models
+from cyborg_lite.db import routing as routing_db
+from cyborg_lite.programming import routing
 from tests.functional.cyborg_lite.programming import env
 
 MV = request_groups.MICROVERSION
@@ -287,6 +291,22 @@ def test_a_lookup_placement_cannot_serve_is_answered_unrouted(host):
 
     assert required_locks(group) == set()
     assert group["accel:function_id"] == "nlb3"
+
+
+def test_concurrent_binds_consume_one_routed_lookup_each(reported):
+    """Six binds of one content at once consume its six waiting lookups,
+    on every database (two binds may pick the same oldest one first)."""
+    api, _ = reported
+    now = models.utcnow()
+    until = now + datetime.timedelta(seconds=60)
+    api.db.run(lambda session: [routing_db.add_lookup(
+        session, NLB0, 1, now, until) for _ in range(6)])
+
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        list(pool.map(lambda _: routing.consume(api.db, [NLB0]), range(6)))
+
+    assert api.db.run(lambda session: routing_db.live_lookups(
+        session, models.utcnow())) == {}
 
 
 def test_a_kept_region_no_boot_comes_for_is_given_back(host):
