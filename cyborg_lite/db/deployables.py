@@ -201,3 +201,13 @@ def serving_sibling(session, deployable, hostname, function_id,
     if avoid:
         stmt = stmt.where(D.rp_uuid.not_in(list(avoid)))
     return session.execute(stmt.limit(1)).scalar_one_or_none()
+
+
+def note_lock_written(session, rp_uuid, trait):
+    """Record the lock trait last written to a region's provider (any API
+    process reads it before relying on it)."""
+    session.execute(
+        sa.update(models.Deployable)
+        .where(models.Deployable.rp_uuid == rp_uuid)
+        .values(lock_written=trait)
+        .execution_options(synchronize_session=False))

@@ -125,6 +125,9 @@ class Deployable(_Timestamps, Base):
         sa.String(36))
     assigned_until: orm.Mapped[datetime.datetime | None] = (
         orm.mapped_column(sa.DateTime))
+    #: the lock trait last written to its provider (None: none), by any
+    #: API process: a lookup's answer relies on it.
+    lock_written: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))
 
 
 class AttachHandle(_Timestamps, Base):

@@ -228,17 +228,17 @@ class LockTraits:
 
     def ensure_written(self, regions_traits):
         """Make sure these regions carry these lock traits in Placement
-        before an answer relies on them: those just kept, and those this
-        process has not seen written so, are synced now. Never raises.
+        before an answer relies on them: those whose trait no API process
+        recorded as written (``deployables.lock_written``: another lookup
+        may have kept one a moment ago and still be writing it) are synced
+        now. Never raises.
 
         :param regions_traits: ``{rp uuid: (deployable id, lock trait,
-            kept just now)}``.
+            lock trait recorded as written)}``.
         :returns: the providers whose write failed.
         """
-        with self._lock:
-            stale = [ident for rp, (ident, trait, fresh)
-                     in regions_traits.items()
-                     if fresh or self._written.get(rp) != trait]
+        stale = [ident for ident, trait, written in regions_traits.values()
+                 if written != trait]
         return self.sync(stale) if stale else []
 
     def repair(self):
@@ -284,4 +284,14 @@ class LockTraits:
                 else:
                     self._written[rp_uuid] = state.get("trait",
                                                        wanted[rp_uuid])
+                written = self._written[rp_uuid]
+            if generation is not None:
+                try:
+                    self.db.run(deployable_db.note_lock_written, rp_uuid,
+                                written)
+                except Exception as error:
+                    # NOTE(cyborg_lite): the next answer relying on it
+                    # writes it again.
+                    LOG.warning("Lock trait of resource provider %s written "
+                                "but not recorded: %s", rp_uuid, error)
         return failed

@@ -215,8 +215,8 @@ def route(session, group, eligible, now, lease):
     :param eligible: rp uuids of the regions with the group's own traits
         (None: every region of its resource class).
     :returns: ``(the group as answered, or None when not routed,
-        {rp uuid: (deployable id, kept just now)} of the regions it was
-        routed to)``.
+        {rp uuid: (deployable id, lock trait recorded as written)} of the
+        regions it was routed to)``.
     """
     spec = spec_of(group)
     if spec is None:
@@ -257,9 +257,8 @@ def route(session, group, eligible, now, lease):
                  ", ".join(r.deployable.uuid for r in kept),
                  regions.target_text(*content) if any(content)
                  else "boots asking for no function")
-    fresh = {r.deployable.id for r in kept}
     return {**group, f"trait:{trait}": "required"}, {
-        r.deployable.rp_uuid: (r.deployable.id, r.deployable.id in fresh)
+        r.deployable.rp_uuid: (r.deployable.id, r.deployable.lock_written)
         for r in found if r.lock == trait}
 
 
@@ -274,8 +273,8 @@ def _route_all(session, groups, eligible, lease):
             trait = next(key[len("trait:"):] for key, value in routed.items()
                          if value == "required" and key.startswith(
                              "trait:" + inventory.LOCK_TRAIT_PREFIX))
-            relied.update({rp: (ident, trait, fresh)
-                           for rp, (ident, fresh) in regions_of.items()})
+            relied.update({rp: (ident, trait, written)
+                           for rp, (ident, written) in regions_of.items()})
     return answered, relied
 
 

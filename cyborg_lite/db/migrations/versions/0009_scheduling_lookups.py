@@ -31,6 +31,7 @@ def upgrade():
         batch.add_column(sa.Column("assigned_function_id", sa.String(255)))
         batch.add_column(sa.Column("assigned_bitstream_id", sa.String(36)))
         batch.add_column(sa.Column("assigned_until", sa.DateTime))
+        batch.add_column(sa.Column("lock_written", sa.String(255)))
     op.create_table(
         "scheduling_lookups",
         sa.Column("id", sa.Integer, primary_key=True),
