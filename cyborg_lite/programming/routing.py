@@ -221,10 +221,14 @@ def route(session, group, eligible, now, lease):
     spec = spec_of(group)
     if spec is None:
         return None, {}
+    # NOTE(cyborg_lite): the lookups waiting are read before the handles
+    # in use: a bind commits its handle before it consumes its lookup, so
+    # a bind between the two reads is counted twice, never not at all.
+    lookups = routing_db.live_lookups(session, now)
     found = _survey(session, spec, eligible, now)
     if not found:
         return None, {}
-    spare = _spare(found, routing_db.live_lookups(session, now))
+    spare = _spare(found, lookups)
     kept = []
     if spec.content is not None:
         trait = inventory.lock_trait(*spec.content)
