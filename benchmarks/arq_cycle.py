@@ -30,6 +30,11 @@ the whole cycle, and cycles/s; then, in the same run on the same server, the
 floor (three requests to ``GET /v2``, a route that does no work) and the
 ratio cycle / floor. Not a test: figures only.
 
+With ``--round-trips``, it times nothing: one worker reaches the database
+through a loopback proxy that counts round trips (a message of the client
+after an answer of the server), and it prints how many each step makes,
+and the Nova event of each cycle (its claim and its record), in 20 cycles.
+
 Reference: real Cyborg 17 on a machine like this one, sequential: median
 cycle 223 ms (create 33, bind 164, get 23). Target: < 20 ms on sqlite.
 
@@ -44,6 +49,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
+import socket
 import statistics
 import sys
 import tempfile
@@ -52,6 +58,7 @@ import time
 import uuid
 
 import requests
+import sqlalchemy as sa
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
@@ -85,11 +92,15 @@ class Cycler:
             self._local.session.headers.update(self.headers)
         return self._local.session
 
-    def cycle(self):
-        """One create -> bind -> get-resolved cycle; returns step timings."""
+    def cycle(self, mark=lambda: None):
+        """One create -> bind -> get-resolved cycle; returns step timings.
+
+        :param mark: called before each step and after the last.
+        """
         session = self._session()
         instance = str(uuid.uuid4())
         timings = {}
+        mark()
         start = time.perf_counter()
 
         resp = session.post(f"{self.api}/accelerator_requests",
@@ -98,6 +109,7 @@ class Cycler:
             raise RuntimeError(f"create: {resp.status_code} {resp.text}")
         (arq,) = resp.json()["arqs"]
         after_create = time.perf_counter()
+        mark()
 
         resp = session.patch(f"{self.api}/accelerator_requests", json={
             arq["uuid"]: [
@@ -108,6 +120,7 @@ class Cycler:
         if resp.status_code != 202:
             raise RuntimeError(f"bind: {resp.status_code} {resp.text}")
         after_bind = time.perf_counter()
+        mark()
 
         while True:
             resp = session.get(f"{self.api}/accelerator_requests",
@@ -120,6 +133,7 @@ class Cycler:
                 a["state"] for a in resp.json()["arqs"]] != ["Bound"]:
             raise RuntimeError(f"get: {resp.status_code} {resp.text}")
         end = time.perf_counter()
+        mark()
 
         timings["create"] = (after_create - start) * 1000
         timings["bind"] = (after_bind - after_create) * 1000
@@ -161,6 +175,87 @@ class Cycler:
             for future in futures:
                 future.result()
         return results, time.perf_counter() - start
+
+
+class RoundTripCounter:
+    """A loopback TCP proxy to a database server that counts round trips:
+    each message a client sends after the server's last answer."""
+
+    def __init__(self, url):
+        url = sa.engine.make_url(url)
+        self.target = (url.host, url.port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = url.set(host="127.0.0.1",
+                           port=self.listener.getsockname()[1]
+                           ).render_as_string(hide_password=False)
+        self.count = 0
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            server = socket.create_connection(self.target)
+            answered = [True]
+            for source, sink, up in ((client, server, True),
+                                     (server, client, False)):
+                threading.Thread(target=self._pump, daemon=True, args=(
+                    source, sink, up, answered)).start()
+
+    def _pump(self, source, sink, up, answered):
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                with self._lock:
+                    if up and answered[0]:
+                        self.count += 1
+                    answered[0] = not up
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+def count_round_trips(cycler, counter, cycles=20, quiet=0.15):
+    """Median round trips per step of ``cycles`` cycles, and of the Nova
+    event that follows each (counted until ``quiet`` s pass without
+    one)."""
+    counts = {step: [] for step in ("create", "bind", "get_resolved",
+                                    "Nova event")}
+    for _ in range(cycles):
+        marks = []
+        cycler.cycle(mark=lambda: marks.append(counter.count))
+        before = counter.count
+        while True:
+            time.sleep(quiet)
+            if counter.count == before:
+                break
+            before = counter.count
+        marks.append(before)
+        for step, start, end in zip(counts, marks, marks[1:]):
+            counts[step].append(end - start)
+    return {step: statistics.median(values)
+            for step, values in counts.items()}
+
+
+def round_trips(args, db_url, nova, document, region):
+    """``--round-trips``: print the round trips of each step."""
+    counter = RoundTripCounter(db_url)
+    with tempfile.TemporaryDirectory(prefix="arq-bench-") as workdir, \
+            cyborg_server.CyborgServer(
+                workdir, db_url=counter.url, inventories=[document],
+                nova_url=nova.endpoint if nova else None,
+                workers=1) as server:
+        dp_name = f"bench-{uuid.uuid4().hex[:8]}"
+        requests.post(f"{server.url}/v2/device_profiles", json=[
+            {"name": dp_name, "groups": [{"resources:FPGA": "1"}]}]
+        ).raise_for_status()
+        cycler = Cycler(server.url, dp_name, document["host"],
+                        region["rp_uuid"])
+        cycler.run(WARMUP, 1)
+        trips = count_round_trips(cycler, counter)
+    print(f"cyborg_lite on {args.db}, 1 worker, "
+          f"{'Nova stand-in' if nova else 'no Nova'}: database round "
+          f"trips per step (median of 20 cycles): " + ", ".join(
+              f"{step} {count:g}" for step, count in trips.items()))
 
 
 def server_cpu_seconds(pid):
@@ -218,7 +313,12 @@ def main(argv=None):
                         help="threads per gunicorn worker (gthread)")
     parser.add_argument("--no-nova", action="store_true",
                         help="run standalone: no Nova stand-in, no events")
+    parser.add_argument("--round-trips", action="store_true",
+                        help="time nothing: count the database round "
+                             "trips of each step (MariaDB, PostgreSQL)")
     args = parser.parse_args(argv)
+    if args.round_trips and args.db == "sqlite":
+        parser.error("--round-trips counts a database server's round trips")
 
     handles = WARMUP + args.cycles * len(args.concurrency) * (args.runs + 1)
     document = cyborg_server.make_inventory(handles_per_region=(handles,))
@@ -227,6 +327,8 @@ def main(argv=None):
         nova = None if args.no_nova else stack.enter_context(
             NovaStandinProcess())
         db_url = stack.enter_context(_common.database(args.db))
+        if args.round_trips:
+            return round_trips(args, db_url, nova, document, region)
         workdir = stack.enter_context(
             tempfile.TemporaryDirectory(prefix="arq-bench-"))
         server = cyborg_server.CyborgServer(

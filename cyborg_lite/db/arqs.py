@@ -17,6 +17,7 @@ import collections
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from cyborg_lite import arq_states
 from cyborg_lite import exception
@@ -53,7 +54,32 @@ def _insert(session, rows):
             for row in rows]
 
 
-def _add(session, profile, project_id, specs):
+def _one_insert(session, count):
+    """Whether :func:`_insert` inserts ``count`` rows in one statement."""
+    dialect = session.get_bind().dialect
+    return count == 1 or (
+        dialect.insert_executemany_returning_sort_by_parameter_order
+        and count <= dialect.insertmanyvalues_page_size)
+
+
+class _NeedsTransaction(Exception):
+    """The rows cannot be inserted in one statement."""
+
+
+class _Forgotten(Exception):
+    """The remembered profile is gone."""
+
+
+def _add(session, profile, project_id, specs, single=False,
+         remembered=False):
+    """Insert the ARQ rows of ``specs`` (device profile group ids).
+
+    :param single: the caller runs in autocommit: raise
+        :class:`_NeedsTransaction` before writing anything when the rows
+        would need more than one statement.
+    :param remembered: ``profile`` was not read now: raise
+        :class:`_Forgotten` when it no longer exists.
+    """
     # NOTE(cyborg_lite): a Core INSERT, not the ORM's unit of work: on the
     # create of every boot, its flush cost more than the statement.
     now = models.utcnow()
@@ -67,34 +93,75 @@ def _add(session, profile, project_id, specs):
             for group_id in specs]
     if not rows:
         return []
+    if single and not _one_insert(session, len(rows)):
+        raise _NeedsTransaction()
     name = profile.name  # NOTE(cyborg_lite): a failed INSERT expires it
     try:
         ids = _insert(session, rows)
     except db_exc.DBReferenceError:
+        if remembered:
+            raise _Forgotten()
         # NOTE(cyborg_lite): the profile was deleted after it was read.
         raise exception.ConcurrentChange(
             reason=f"device profile {name} was deleted meanwhile")
     return [models.ARQ(id=arq_id, **row) for arq_id, row in zip(ids, rows)]
 
 
-@engine.transactional
-def create_from_profile(session, profile_ident, project_id, amount,
-                        check_total=None):
-    """Create the ARQs a device profile asks for, in one transaction.
+def _from_profile(session, profile_ident, project_id, amount, check_total,
+                  single=False, profile=None):
+    """``(new ARQ rows, the profile)``; ``profile`` is the one
+    remembered for ``profile_ident`` (None: read it)."""
+    remembered = profile is not None
+    if not remembered:
+        profile = profile_db.get(session, profile_ident)
+    if check_total is not None:
+        check_total(profile.groups)
+    specs = [index for index, group in enumerate(profile.groups)
+             for _ in range(amount(group))]
+    return _add(session, profile, project_id, specs, single,
+                remembered), profile
 
+
+def create_from_profile(handle, profile_ident, project_id, amount,
+                        check_total=None):
+    """Create the ARQs a device profile asks for, all or none.
+
+    Called with a :class:`~cyborg_lite.db.engine.Database`, the rows are
+    inserted by one statement in autocommit, with the profile as last
+    read through it (:func:`~cyborg_lite.db.device_profiles.remembered`;
+    read first when it was not, or is gone: the INSERT fails on its
+    foreign key then), or in one transaction where one statement cannot
+    insert them all.
+
+    :param handle: a Database, or a session (the caller's transaction).
     :param amount: ``amount(group) -> int``, how many ARQs a group needs.
     :param check_total: ``check_total(groups)``, raising when the profile
         asks for more than one request may create; called before any row
         is built.
     :raises DeviceProfileNotFound:
+    :raises ConcurrentChange: the profile was deleted meanwhile.
     :returns: the new ARQ rows.
     """
-    profile = profile_db.get(session, profile_ident)
-    if check_total is not None:
-        check_total(profile.groups)
-    specs = [index for index, group in enumerate(profile.groups)
-             for _ in range(amount(group))]
-    return _add(session, profile, project_id, specs)
+    if not isinstance(handle, engine.Database):
+        return _from_profile(handle, profile_ident, project_id, amount,
+                             check_total)[0]
+    profile = profile_db.remembered(handle, profile_ident)
+    try:
+        if profile is not None:
+            try:
+                return handle.autocommit(
+                    _from_profile, profile_ident, project_id, amount,
+                    check_total, single=True, profile=profile)[0]
+            except _Forgotten:
+                profile_db.forget(handle, profile_ident)
+        arqs, profile = handle.autocommit(
+            _from_profile, profile_ident, project_id, amount, check_total,
+            single=True)
+    except _NeedsTransaction:
+        arqs, profile = handle.run(_from_profile, profile_ident, project_id,
+                                   amount, check_total)
+    profile_db.remember(handle, profile_ident, profile)
+    return arqs
 
 
 _ARQS = models.ARQ.__table__
@@ -123,6 +190,10 @@ _PATCHED = models.ARQ.uuid.in_(sa.bindparam("uuids", expanding=True))
 _OF_INSTANCES = sa.and_(
     models.ARQ.instance_uuid.in_(sa.bindparam("instances", expanding=True)),
     models.ARQ.state.in_(_BOUND_ISH))
+_A = models.ARQ
+#: only the columns a bind reads (any other is loaded when first used, in
+#: the same transaction): PyMySQL parses every column's description of
+#: every result in Python.
 _FOR_BIND = {
     scoped: (sa.select(models.ARQ, models.DeviceProfile.groups)
              .join(models.DeviceProfile,
@@ -130,7 +201,11 @@ _FOR_BIND = {
              .where(sa.or_(
                  sa.and_(_PATCHED, models.ARQ.project_id ==
                          sa.bindparam("project")) if scoped else _PATCHED,
-                 _OF_INSTANCES)))
+                 _OF_INSTANCES))
+             .options(orm.load_only(
+                 _A.id, _A.uuid, _A.state, _A.project_id, _A.hostname,
+                 _A.device_rp_uuid, _A.instance_uuid,
+                 _A.device_profile_group_id)))
     for scoped in (False, True)}
 
 
@@ -189,9 +264,14 @@ _HANDLES = models.AttachHandle.__table__
 #: Nova's resolve (``?instance=``, first page): each ARQ with the columns
 #: of the attach handle it holds (an ARQ holds at most one), in one
 #: statement, as plain rows.
+#: the columns of an ARQ the API shows, and its id.
+_SHOWN = ("id", "uuid", "state", "device_profile_name",
+          "device_profile_group_id", "hostname", "device_rp_uuid",
+          "instance_uuid", "project_id", "created_at", "updated_at")
 _ARQ_WITH_HANDLE = (
-    sa.select(_ARQS, *(_HANDLES.c[name].label(f"handle_{name}")
-                       for name in _HANDLE_COLUMNS))
+    sa.select(*(_ARQS.c[name] for name in _SHOWN),
+              *(_HANDLES.c[name].label(f"handle_{name}")
+                for name in _HANDLE_COLUMNS))
     .select_from(_ARQS.outerjoin(_HANDLES, _HANDLES.c.arq_id == _ARQS.c.id))
     .where(_ARQS.c.instance_uuid == sa.bindparam("instance"))
     .order_by(_ARQS.c.id)
@@ -289,6 +369,27 @@ def _claim_all_bound(session, pairs):
     return [(arq, instance, arq_states.BOUND) for arq, instance in pairs]
 
 
+_CLAIM_BOUND_RETURNING = _CLAIM_ALL_BOUND.returning(_ARQS.c.uuid)
+
+
+def _claim_bound(session, pairs):
+    """Claim, in one statement, those of ``pairs`` still bound as the
+    caller bound them: ``(claimed, True)``, or ``(None, False)`` when the
+    database cannot say which ones an UPDATE matched (no ``UPDATE ...
+    RETURNING``: MySQL) and more than one was asked for."""
+    if len(pairs) == 1:
+        ((arq, instance),) = pairs
+        if session.execute(_CLAIM_BOUND, {"arq": arq,
+                                          "instance": instance}).rowcount:
+            return pairs, True
+        return [], True
+    if not session.get_bind().dialect.update_returning:
+        return None, False
+    claimed = set(session.execute(_CLAIM_BOUND_RETURNING,
+                                  {"pairs": pairs}).scalars())
+    return [pair for pair in pairs if pair[0] in claimed], True
+
+
 def _claim_each(session, arq_uuids, instances):
     claimed = []
     for arq_uuid in arq_uuids:
@@ -309,23 +410,38 @@ def claim_notifications(db, arq_uuids, instances=None):
     :param db: the :class:`~cyborg_lite.db.engine.Database`.
     :param instances: ``{arq uuid: instance uuid}`` of ARQs the caller has
         just bound; each is claimed on condition that it is still
-        ``Bound`` to that instance, else as any other. When every ARQ is
-        such a one, one UPDATE claims them all (or, when it does not match
-        every one, is rolled back and each is claimed on its own).
+        ``Bound`` to that instance, else as any other. One UPDATE claims
+        all such ones, in autocommit where the database says which it
+        matched (PostgreSQL's ``RETURNING``, or a single ARQ); on MySQL,
+        when every ARQ is such a one, in a transaction rolled back unless
+        it matched every one. The rest are claimed each on its own.
     :returns: [(arq uuid, instance uuid, state)] claimed by this call.
     """
     arq_uuids = list(dict.fromkeys(arq_uuids))
     instances = instances or {}
-    if len(arq_uuids) > 1 and all(a in instances for a in arq_uuids):
-        try:
-            return db.run(_claim_all_bound,
-                          [(a, instances[a]) for a in arq_uuids])
-        except _NotAllClaimed:
-            pass
-    return db.run(_claim_each, arq_uuids, instances)
+    claimed = []
+    pairs = [(a, instances[a]) for a in arq_uuids if a in instances]
+    if pairs:
+        # NOTE(cyborg_lite): one UPDATE claims them in autocommit where it
+        # can say which it matched; the others are claimed on their own.
+        found, known = db.autocommit(_claim_bound, pairs)
+        if known:
+            claimed = [(arq, instance, arq_states.BOUND)
+                       for arq, instance in found]
+            done = {arq for arq, _ in found}
+            arq_uuids = [a for a in arq_uuids if a not in done]
+            instances = {}  # NOTE(cyborg_lite): no longer bound as said
+        elif len(pairs) == len(arq_uuids):
+            try:
+                return db.run(_claim_all_bound, pairs)
+            except _NotAllClaimed:
+                pass
+    if not arq_uuids:
+        return claimed
+    return claimed + db.run(_claim_each, arq_uuids, instances)
 
 
-@engine.transactional
+@engine.single_write
 def finish_notifications(session, arq_uuids, outcome):
     """Record ``sent`` or ``failed`` for claimed events."""
     session.execute(_FINISH, {"arqs": list(arq_uuids), "outcome": outcome})

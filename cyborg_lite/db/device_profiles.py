@@ -12,6 +12,10 @@
 
 """Queries of the ``device_profiles`` table."""
 
+import collections
+import threading
+import weakref
+
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
 
@@ -70,6 +74,52 @@ def get(session, ident):
     if profile is None:
         raise exception.DeviceProfileNotFound(name=ident)
     return profile
+
+
+#: what the create of ARQs needs of a profile.
+Remembered = collections.namedtuple("Remembered", "id name groups")
+
+#: {Database: {ident: Remembered}}.
+_REMEMBERED = weakref.WeakKeyDictionary()
+_REMEMBERED_LOCK = threading.Lock()
+#: the most idents remembered per database (all are forgotten beyond).
+REMEMBER_AT_MOST = 1000
+
+
+def remembered(db, ident):
+    """The profile ``ident`` named when last read through ``db``, or None.
+
+    A profile is never changed, only created and deleted, and on MariaDB
+    (10.2.4 and later), MySQL 8 and PostgreSQL its id is never given to
+    another (InnoDB's AUTO_INCREMENT persists, sequences never go back):
+    what is remembered of an id stays true as long as the id exists,
+    which a foreign key to it checks. An ident may name another profile
+    since (one deleted, another created by that name); the caller then
+    finds the remembered id gone and forgets it. Nothing is remembered
+    on sqlite, which gives the highest id again once its row is deleted.
+    """
+    return _REMEMBERED.get(db, {}).get(ident)
+
+
+def remember(db, ident, profile):
+    """Remember the profile that ``ident`` names, when ``ident`` names it
+    by its uuid, or by its name and cannot be a uuid (a uuid-like ident
+    names a profile by name only while no profile has it as uuid)."""
+    if db.engine.dialect.name == "sqlite" or not (
+            profile.uuid == ident or (
+                profile.name == ident and not engine.is_uuid_like(ident))):
+        return
+    with _REMEMBERED_LOCK:
+        known = _REMEMBERED.setdefault(db, {})
+        if len(known) >= REMEMBER_AT_MOST:
+            known.clear()
+        known[ident] = Remembered(profile.id, profile.name, profile.groups)
+
+
+def forget(db, ident):
+    """Forget what ``ident`` named (its profile was deleted)."""
+    with _REMEMBERED_LOCK:
+        _REMEMBERED.get(db, {}).pop(ident, None)
 
 
 @engine.transactional

@@ -54,6 +54,10 @@ LOG = logging.getLogger(__name__)
 #: execution option marking an engine whose transactions only read.
 READ_ONLY = "cyborg_lite_read_only"
 
+# How a unit of work runs: one transaction; reads only; at most one
+# statement that writes (see Database.autocommit).
+_WRITE, _READ, _SINGLE = "write", "read", "single"
+
 #: ``[database]`` values used when a :class:`Database` is built from a URL
 #: alone (tests, tools): oslo.db's defaults, without its connect-at-start
 #: retries.
@@ -196,7 +200,32 @@ def _sql_logging(connection_debug):
     std_logging.getLogger("sqlalchemy.engine").setLevel(level)
 
 
-def _server_engine(url, options):
+_SESSION_READ_COMMITTED = {
+    "mysql": "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    "postgresql": "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION "
+                  "LEVEL READ COMMITTED",
+}
+
+
+def _engine_target(autocommit):
+    """What oslo.db's create_engine hands its engine arguments to (it
+    takes no others)."""
+    # NOTE(cyborg_lite): the pool hands out the connection returned last
+    # (LIFO): a worker serving one request at a time keeps reusing the
+    # same connection, which never idles long enough to be pinged, while
+    # those it needs only at peaks age out (connection_recycle_time).
+    extra = {"pool_use_lifo": True}
+    if autocommit:
+        extra.update(isolation_level="AUTOCOMMIT",
+                     skip_autocommit_rollback=True)
+
+    def target(url, **engine_args):
+        engine = sa.create_engine(url, **extra, **engine_args)
+        return engine, engine
+    return target
+
+
+def _server_engine(url, options, autocommit=False):
     engine = engines.create_engine(
         url.render_as_string(hide_password=False),
         mysql_sql_mode=options["mysql_sql_mode"],
@@ -210,7 +239,9 @@ def _server_engine(url, options):
         pool_timeout=options["pool_timeout"],
         max_retries=options["max_retries"],
         retry_interval=options["retry_interval"],
-        thread_checkin=False)
+        thread_checkin=False, _engine_target=_engine_target(autocommit))
+
+    postgresql = engine.dialect.name == "postgresql"
 
     @event.listens_for(engine, "connect")
     def _read_committed(dbapi_connection, record):
@@ -218,12 +249,23 @@ def _server_engine(url, options):
         # waited for another worker's row lock sees that worker's commit
         # (and fails its WHERE) instead of a stale snapshot or a
         # serialization error.
-        engine.dialect.set_isolation_level(dbapi_connection,
-                                           "READ COMMITTED")
+        if autocommit or postgresql:
+            if postgresql:
+                dbapi_connection.autocommit = True
+            # NOTE(cyborg_lite): the dialect's way would switch autocommit
+            # off; in autocommit, the session's default is what counts.
+            cursor = dbapi_connection.cursor()
+            cursor.execute(_SESSION_READ_COMMITTED[engine.dialect.name])
+            cursor.close()
+        else:
+            engine.dialect.set_isolation_level(dbapi_connection,
+                                               "READ COMMITTED")
 
     _ping_when_idle(engine)
-    if engine.dialect.name == "mysql":
+    if engine.dialect.name == "mysql" and not autocommit:
         _reset_when_needed(engine)
+    if postgresql:
+        _begin_with_first_statement(engine)
     # NOTE(cyborg_lite): create_engine may have opened a connection (its
     # connect-at-start check) before the listeners above existed.
     engine.dispose()
@@ -324,28 +366,108 @@ def _reset_when_needed(engine):
                 record.info[_DIRTY] = False
 
 
-def _make_engine(url, options):
+#: execution option: the transactions of this engine send no ``BEGIN``,
+#: each statement commits on its own (PostgreSQL).
+NO_BEGIN = "cyborg_lite_no_begin"
+_BEGIN = "cyborg_lite_begin"
+_IN_TRANSACTION = "cyborg_lite_in_transaction"
+
+
+def _begin_with_first_statement(engine):
+    """Send a PostgreSQL transaction's ``BEGIN`` with its first statement.
+
+    psycopg2 sends the ``BEGIN`` of a transaction on its own, a round trip
+    before the first statement. Here its connections stay in autocommit
+    and each transaction's first statement goes as ``BEGIN; <statement>``
+    in one message (the simple query protocol runs both and answers the
+    last); ``COMMIT`` and ``ROLLBACK`` are sent when a ``BEGIN`` was.
+    A connection with the :data:`NO_BEGIN` execution option runs its
+    statements in autocommit (:meth:`Database.autocommit`): one pool
+    serves both.
+    """
+    @event.listens_for(engine, "begin")
+    def _begin(connection):
+        if not connection.get_execution_options().get(NO_BEGIN):
+            connection.info[_BEGIN] = True
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _with_begin(connection, cursor, statement, parameters, context,
+                    executemany):
+        info = connection.info
+        if info.pop(_BEGIN, False):
+            info[_IN_TRANSACTION] = True
+            if executemany:
+                # NOTE(cyborg_lite): the statement would be sent once per
+                # row: BEGIN on its own.
+                cursor.execute("BEGIN")
+            else:
+                statement = "BEGIN; " + statement
+        return statement, parameters
+
+    def _ending(verb, driver_method):
+        def end(dbapi_connection):
+            try:
+                info = dbapi_connection.info
+            except NotImplementedError:
+                info = None  # NOTE(cyborg_lite): SQLAlchemy's ad hoc proxy
+            if not (dbapi_connection.autocommit and isinstance(info, dict)):
+                # NOTE(cyborg_lite): SQLAlchemy's first look at a new
+                # connection, before it is put in autocommit.
+                return driver_method(dbapi_connection)
+            info.pop(_BEGIN, None)
+            if info.pop(_IN_TRANSACTION, False):
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute(verb)
+                finally:
+                    cursor.close()
+        return end
+
+    # NOTE(cyborg_lite): the dialect's own methods, so that a failed
+    # COMMIT or ROLLBACK goes through SQLAlchemy's error handling (a lost
+    # server invalidates the pool) as psycopg2's own would.
+    dialect = engine.dialect
+    dialect.do_commit = _ending("COMMIT", dialect.do_commit)
+    dialect.do_rollback = _ending("ROLLBACK", dialect.do_rollback)
+
+    @event.listens_for(engine, "connect")
+    def _fresh(dbapi_connection, record):
+        record.info.pop(_BEGIN, None)
+        record.info.pop(_IN_TRANSACTION, None)
+
+
+def _make_engine(url, options, autocommit=False):
     url = sa.engine.make_url(url)
     if url.get_backend_name() == "sqlite":
         engine = _sqlite_engine(url, options)
         exc_filters.register_engine(engine)
     else:
-        engine = _server_engine(url, options)
+        engine = _server_engine(url, options, autocommit)
     # NOTE(cyborg_lite): inserted first, to run before oslo.db's filters.
     event.listen(engine, "handle_error", _mark_unreachable, insert=True)
     return engine
 
 
-def _reader_options(engine):
-    options = {READ_ONLY: True}
+def _autocommit_engine(engine, url, options):
+    """The engine that runs each statement as its own transaction, or None
+    (sqlite).
+
+    Under READ COMMITTED every statement reads its own snapshot anyway, so
+    reads lose nothing in autocommit, nor does a unit of work whose only
+    write is one statement; both save the ``COMMIT`` round trip of a
+    transaction. On PostgreSQL, every connection is in autocommit
+    (:func:`_begin_with_first_statement`): the same pool serves. On
+    MySQL, the connections of a transaction must not be, and switching
+    one costs PyMySQL a round trip each way (``SET autocommit``), which
+    SQLAlchemy would spend on every return to the pool: autocommit gets
+    a pool of its own, whose connections stay in it and whose
+    ``ROLLBACK`` on return is skipped.
+    """
     if engine.dialect.name == "postgresql":
-        # NOTE(cyborg_lite): under READ COMMITTED every statement reads its
-        # own snapshot anyway, so a read-only transaction loses nothing in
-        # autocommit, and saves the BEGIN and COMMIT round trips psycopg2
-        # would make (switching autocommit is client-side there; pymysql
-        # would spend a round trip on each switch).
-        options["isolation_level"] = "AUTOCOMMIT"
-    return options
+        return engine.execution_options(**{NO_BEGIN: True})
+    if engine.dialect.name == "mysql":
+        return _make_engine(url, options, autocommit=True)
+    return None
 
 
 class Database:
@@ -363,9 +485,17 @@ class Database:
         self.retries = self.options["db_max_retries"]
         self._sessionmaker = orm.sessionmaker(self.engine,
                                               expire_on_commit=False)
-        self._reader = orm.sessionmaker(
-            self.engine.execution_options(**_reader_options(self.engine)),
-            expire_on_commit=False)
+        #: the bind of :meth:`autocommit` (None: there is none, sqlite).
+        self._autocommit = _autocommit_engine(self.engine, url,
+                                              self.options)
+        if self._autocommit is None:
+            self._reader = orm.sessionmaker(
+                self.engine.execution_options(**{READ_ONLY: True}),
+                expire_on_commit=False)
+            self._single = self._sessionmaker
+        else:
+            self._reader = self._single = orm.sessionmaker(
+                self._autocommit, expire_on_commit=False)
         self._retrying = oslo_db_api.wrap_db_retry(
             retry_interval=FIRST_RETRY_INTERVAL,
             max_retries=self.retries,
@@ -388,7 +518,8 @@ class Database:
 
     def dispose(self):
         """Close every pooled connection."""
-        self.engine.dispose()
+        for engine in self.engines:
+            engine.dispose()
 
     @contextlib.contextmanager
     def transaction(self, read_only=False):
@@ -396,9 +527,25 @@ class Database:
         on any error.
 
         :param read_only: the transaction only reads (on sqlite it then
-            neither takes nor waits for the write lock).
+            neither takes nor waits for the write lock; on MariaDB and
+            PostgreSQL each statement runs in autocommit).
         """
-        session = (self._reader if read_only else self._sessionmaker)()
+        with self._session(_READ if read_only else _WRITE) as session:
+            yield session
+
+    @contextlib.contextmanager
+    def _session(self, mode):
+        if mode != _WRITE and self._autocommit is not None:
+            session = self._single()
+            try:
+                yield session
+                session.flush()
+            finally:
+                # NOTE(cyborg_lite): each statement committed as it ran;
+                # the rollback of the close is skipped.
+                session.close()
+            return
+        session = (self._reader if mode == _READ else self._sessionmaker)()
         try:
             with session.begin():
                 yield session
@@ -408,38 +555,60 @@ class Database:
     def run(self, func, *args, **kwargs):
         """``func(session, *args, **kwargs)`` in one transaction, retried
         when the database reports a deadlock or a serialization failure."""
-        return self._retrying(False, func, args, kwargs)
+        return self._retrying(_WRITE, func, args, kwargs)
 
     def read(self, func, *args, **kwargs):
-        """:meth:`run` for a ``func`` that only reads."""
-        return self._retrying(True, func, args, kwargs)
+        """:meth:`run` for a ``func`` that only reads (and takes no
+        lock)."""
+        return self._retrying(_READ, func, args, kwargs)
 
-    def _run(self, read_only, func, args, kwargs):
-        return self._retrying(read_only, func, args, kwargs)
+    def autocommit(self, func, *args, **kwargs):
+        """:meth:`run` for a ``func`` that writes in one statement at most
+        and takes no lock: every statement is its own transaction, which
+        spares a ``BEGIN`` and a ``COMMIT`` round trip on MariaDB and
+        PostgreSQL (on sqlite, one transaction as :meth:`run`)."""
+        return self._retrying(_SINGLE, func, args, kwargs)
 
-    def _once(self, read_only, func, args, kwargs):
-        with self.transaction(read_only) as session:
+    @property
+    def engines(self):
+        """Every engine this handle runs statements on (to listen to their
+        events): :attr:`engine`, and the one of :meth:`autocommit` and
+        :meth:`read` where they have their own."""
+        if self._autocommit is None or (
+                self._autocommit.pool is self.engine.pool):
+            return (self.engine,)
+        return (self.engine, self._autocommit)
+
+    def _once(self, mode, func, args, kwargs):
+        with self._session(mode) as session:
             return func(session, *args, **kwargs)
 
 
-def _with_database(func, read_only):
+def _with_database(func, mode):
     @functools.wraps(func)
     def wrapper(handle, *args, **kwargs):
         if isinstance(handle, Database):
-            return handle._retrying(read_only, func, args, kwargs)
+            return handle._retrying(mode, func, args, kwargs)
         return func(handle, *args, **kwargs)
     return wrapper
 
 
 def transactional(func):
     """Make ``func(session, ...)`` callable as ``func(db, ...)`` too."""
-    return _with_database(func, read_only=False)
+    return _with_database(func, _WRITE)
 
 
 def reader(func):
     """:func:`transactional` for a ``func`` that only reads: called with a
-    :class:`Database` it runs in a read-only transaction."""
-    return _with_database(func, read_only=True)
+    :class:`Database` it runs as :meth:`Database.read` does."""
+    return _with_database(func, _READ)
+
+
+def single_write(func):
+    """:func:`transactional` for a ``func`` that writes in one statement at
+    most and takes no lock: called with a :class:`Database` it runs as
+    :meth:`Database.autocommit` does."""
+    return _with_database(func, _SINGLE)
 
 
 def new_uuid():

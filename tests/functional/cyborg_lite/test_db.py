@@ -248,3 +248,57 @@ def test_inventory_keeps_handle_in_use_until_unbound(db):
     document["devices"].insert(0, fpga)
     summary = inventory_apply.apply_document(db, document)
     assert summary["devices"]["created"] == 1
+
+
+def test_a_transactions_first_statement_is_part_of_it(db):
+    """The first statement of a transaction (sent with its BEGIN on
+    PostgreSQL) is seen by no one before the COMMIT, and rolled back with
+    the rest on an error."""
+    arq = _profile_and_arqs(db, 1)[0]
+    table = models.ARQ.__table__
+    seen = {}
+
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned):
+        with db.transaction() as session:
+            session.execute(sa.update(table).where(table.c.id == arq.id)
+                            .values(hostname="uncommitted"))
+            thread = threading.Thread(target=lambda: seen.update(
+                hostname=arq_db.get(db, arq.uuid).hostname))
+            thread.start()
+            thread.join(10)
+            raise Abandoned()
+    assert seen == {"hostname": None}
+    assert arq_db.get(db, arq.uuid).hostname is None
+
+
+def test_arqs_are_made_from_the_profile_their_name_names_now(db):
+    """A profile deleted and created again under its name: the next ARQs
+    are made from the new one; once it is deleted too, the name is
+    unknown (a process may remember what a name named)."""
+    name = f"dp-{uuid.uuid4().hex[:8]}"
+
+    def one_each(group):
+        return 1
+
+    profile_db.create(db, name=name, groups=[{"resources:FPGA": "1"}])
+    assert arq_db.create_from_profile(db, name, "p1", one_each)
+    assert arq_db.create_from_profile(db, name, "p1", one_each)
+    with db.transaction() as session:
+        arq_db.delete_rows(session, [a.id for a in arq_db.get_all(
+            session, instance_uuid=None) if a.device_profile_name == name])
+    profile_db.delete(db, [name])
+    again = profile_db.create(db, name=name, groups=[
+        {"resources:FPGA": "1"}, {"resources:GPU": "1"}])
+    arqs = arq_db.create_from_profile(db, name, "p1", one_each)
+    assert [(a.device_profile_id, a.device_profile_group_id)
+            for a in arqs] == [(again.id, 0), (again.id, 1)]
+    assert {a.uuid for a in arq_db.get_all(db, uuids=[
+        a.uuid for a in arqs])} == {a.uuid for a in arqs}
+    with db.transaction() as session:
+        arq_db.delete_rows(session, [a.id for a in arqs])
+    profile_db.delete(db, [name])
+    with pytest.raises(exception.DeviceProfileNotFound):
+        arq_db.create_from_profile(db, name, "p1", one_each)
