@@ -186,27 +186,40 @@ def get_all(session, project_id=None, instance_uuid=None, uuids=None,
 
 
 _BOUND_ISH = (arq_states.BIND_STARTED, arq_states.BOUND)
-_PATCHED = models.ARQ.uuid.in_(sa.bindparam("uuids", expanding=True))
-_OF_INSTANCES = sa.and_(
-    models.ARQ.instance_uuid.in_(sa.bindparam("instances", expanding=True)),
-    models.ARQ.state.in_(_BOUND_ISH))
 _A = models.ARQ
-#: only the columns a bind reads (any other is loaded when first used, in
-#: the same transaction): PyMySQL parses every column's description of
-#: every result in Python.
-_FOR_BIND = {
-    scoped: (sa.select(models.ARQ, models.DeviceProfile.groups)
-             .join(models.DeviceProfile,
-                   models.ARQ.device_profile_id == models.DeviceProfile.id)
-             .where(sa.or_(
-                 sa.and_(_PATCHED, models.ARQ.project_id ==
-                         sa.bindparam("project")) if scoped else _PATCHED,
-                 _OF_INSTANCES))
-             .options(orm.load_only(
-                 _A.id, _A.uuid, _A.state, _A.project_id, _A.hostname,
-                 _A.device_rp_uuid, _A.instance_uuid,
-                 _A.device_profile_group_id)))
-    for scoped in (False, True)}
+
+
+def _in(column, name, single):
+    """``column IN :name``; ``column = :name`` for a ``single`` value
+    (SQLAlchemy renders an expanding IN again on every execution)."""
+    if single:
+        return column == sa.bindparam(name)
+    return column.in_(sa.bindparam(name, expanding=True))
+
+
+def _for_bind(scoped, single):
+    """The statement of :func:`for_bind`: only the columns a bind reads
+    (any other is loaded when first used, in the same transaction):
+    PyMySQL parses every column's description of every result in
+    Python."""
+    patched = _in(_A.uuid, "uuids", single)
+    if scoped:
+        patched = sa.and_(patched, _A.project_id == sa.bindparam("project"))
+    of_instances = sa.and_(_in(_A.instance_uuid, "instances", single),
+                           _A.state.in_(_BOUND_ISH))
+    return (sa.select(_A, models.DeviceProfile.groups)
+            .join(models.DeviceProfile,
+                  _A.device_profile_id == models.DeviceProfile.id)
+            .where(sa.or_(patched, of_instances))
+            .options(orm.load_only(
+                _A.id, _A.uuid, _A.state, _A.project_id, _A.hostname,
+                _A.device_rp_uuid, _A.instance_uuid,
+                _A.device_profile_group_id)))
+
+
+#: {(scoped, one ARQ and one instance): statement}
+_FOR_BIND = {(scoped, single): _for_bind(scoped, single)
+             for scoped in (False, True) for single in (False, True)}
 
 
 def for_bind(session, uuids, instances, project_id=None):
@@ -219,9 +232,13 @@ def for_bind(session, uuids, instances, project_id=None):
         found, each with the device profile group it was made for, and per
         instance the other ARQs (of any project) bound or binding to it.
     """
-    rows = session.execute(_FOR_BIND[project_id is not None], {
-        "uuids": list(uuids), "instances": list(instances),
-        "project": project_id}).all()
+    uuids, instances = list(uuids), list(instances)
+    single = len(uuids) == len(instances) == 1
+    rows = session.execute(
+        _FOR_BIND[project_id is not None, single],
+        {"uuids": uuids[0] if single else uuids,
+         "instances": instances[0] if single else instances,
+         "project": project_id}).all()
     wanted = set(uuids)
     found = [(arq, groups[arq.device_profile_group_id])
              for arq, groups in rows if arq.uuid in wanted and (
@@ -229,7 +246,7 @@ def for_bind(session, uuids, instances, project_id=None):
     found_ids = {arq.id for arq, _ in found}
     others = {}
     for arq, _ in rows:
-        if arq.id not in found_ids:  # NOTE(cyborg_lite): _OF_INSTANCES
+        if arq.id not in found_ids:  # NOTE(cyborg_lite): of the instances
             others.setdefault(arq.instance_uuid, []).append(arq)
     return found, others
 
@@ -339,10 +356,11 @@ _CLAIM = (sa.update(_ARQS)
 _CLAIM_BOUND = _CLAIM.where(
     _ARQS.c.state == arq_states.BOUND,
     _ARQS.c.instance_uuid == sa.bindparam("instance"))
-_FINISH = (sa.update(_ARQS)
-           .where(_ARQS.c.uuid.in_(sa.bindparam("arqs", expanding=True)),
-                  _ARQS.c.notification == "sending")
-           .values(notification=sa.bindparam("outcome")))
+_FINISH = {single: (sa.update(_ARQS)
+                    .where(_in(_ARQS.c.uuid, "arqs", single),
+                           _ARQS.c.notification == "sending")
+                    .values(notification=sa.bindparam("outcome")))
+           for single in (False, True)}
 _EVENT_OF = sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
                       models.ARQ.state).where(
     models.ARQ.uuid == sa.bindparam("arq"))
@@ -444,7 +462,10 @@ def claim_notifications(db, arq_uuids, instances=None):
 @engine.single_write
 def finish_notifications(session, arq_uuids, outcome):
     """Record ``sent`` or ``failed`` for claimed events."""
-    session.execute(_FINISH, {"arqs": list(arq_uuids), "outcome": outcome})
+    arq_uuids = list(arq_uuids)
+    single = len(arq_uuids) == 1
+    session.execute(_FINISH[single], {
+        "arqs": arq_uuids[0] if single else arq_uuids, "outcome": outcome})
 
 
 @engine.transactional
