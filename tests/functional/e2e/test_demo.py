@@ -29,8 +29,10 @@ def test_demo_runs_the_whole_story_and_cleans_up(tmp_path, capsys):
             "fpga0  FPGA  Intel PAC Arria10  0000:5e:00.0  firmware 2.0.1",
             "the BMC's FirmwareInventory reports fpga0 at 2.1.0",
             "└─ compute-1.example.org_0000:5e:00.0_0  [FPGA total 1",
+            # Nova's lookup was routed: the group requires the lock trait of
+            # the regions kept for boots asking for no function.
             "GET /allocation_candidates?requireddevice_profile_0="
-            "CUSTOM_FPGA_INTEL_PAC_ARRIA10",
+            "CUSTOM_ACCEL_LOCKED_EMPTY%2CCUSTOM_FPGA_INTEL_PAC_ARRIA10",
             '"state": "Bound"',
             "PCI device 0000:5e:00.1",
             "Demo finished: every step answered as expected."):
