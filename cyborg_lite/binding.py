@@ -237,10 +237,12 @@ def _bind_instantly(session, arq, fields, deployable, notify):
 
 
 def _reserve(session, binds, project_id, programmer, notify,
-             prefer_siblings=None):
+             prefer_siblings=None, consume_lookups=False):
     """:param prefer_siblings: ``{arq uuid: providers tried}`` when an ARQ
         that needs programming may move to a sibling that serves it (None:
-        it may not)."""
+        it may not).
+    :param consume_lookups: consume one routed lookup per ARQ bound, in
+        this transaction (:func:`.routing.consumed_in`)."""
     instances = {f["instance_uuid"] for f in binds.values()}
     rows, bound_to = arq_db.for_bind(session, list(binds), instances,
                                      project_id)
@@ -298,6 +300,8 @@ def _reserve(session, binds, project_id, programmer, notify,
         if done:
             bound.append(arq.uuid)
         jobs.append(job)
+    if consume_lookups and contents:
+        routing.consumed_in(session, contents)
     return bound, jobs, touched, contents
 
 
@@ -457,13 +461,15 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
     for fields in binds.values():
         fields.pop("project_id", None)
     tried, touched, bound, served = {}, set(), [], []
+    routing_on = locks is not None and locks.enabled
     prefer = ({} if siblings is not None and siblings.enabled
               and programmer is not None else None)
     try:
         while True:
             try:
                 bound, jobs, touched, served = db.run(
-                    _reserve, binds, project_id, programmer, notify, prefer)
+                    _reserve, binds, project_id, programmer, notify, prefer,
+                    routing_on)
                 break
             except SiblingServes as serving:
                 # NOTE(cyborg_lite): not tried again for this ARQ, moved or
@@ -497,16 +503,19 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
         # lookup is not waiting any more.
         _sync_locks(locks, touched, defer, served=asked, db=db)
         raise
-    _sync_locks(locks, touched, defer, served=served, db=db)
+    _sync_locks(locks, touched, defer, served=served, db=db, consumed=True)
     if jobs and programmer is not None:
         programmer.launch(jobs)
     return bound
 
 
-def _sync_locks(locks, deployable_ids, defer=None, served=(), db=None):
+def _sync_locks(locks, deployable_ids, defer=None, served=(), db=None,
+                consumed=False):
     """Write the lock traits of these regions; with ``served``, first
-    consume one routed lookup of each content bound
-    (:func:`cyborg_lite.programming.routing.consume`)."""
+    consume one routed lookup of each content asked for (``consumed``:
+    bound, their lookups consumed already) and end the keeps of contents
+    no lookup waits for any more (:mod:`cyborg_lite.programming.routing`).
+    """
     if locks is None or not locks.enabled or not (deployable_ids or served):
         return
 
@@ -514,10 +523,13 @@ def _sync_locks(locks, deployable_ids, defer=None, served=(), db=None):
         released = []
         if served:
             try:
-                released = routing.consume(db, served)
+                released = (routing.release(db, served) if consumed
+                            else routing.consume(db, served))
             except Exception as error:
-                # NOTE(cyborg_lite): the lookup then waits out its lease.
-                LOG.warning("Routed lookups of %s not consumed: %s",
+                # NOTE(cyborg_lite): the lookup or keep then waits out its
+                # lease.
+                LOG.warning("Routed lookups of %s not consumed or their "
+                            "regions not released: %s",
                             ", ".join(served), error)
         locks.sync(set(deployable_ids) | set(released))
 

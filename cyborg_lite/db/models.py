@@ -261,6 +261,10 @@ class SchedulingLookup(Base):
     lock_trait: orm.Mapped[str] = orm.mapped_column(sa.String(255),
                                                     index=True)
     units: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    #: a function pool's lookup (counted, not routed): the function trait
+    #: its group requires.
+    function_trait: orm.Mapped[str | None] = orm.mapped_column(
+        sa.String(255), nullable=True)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         sa.DateTime)
     expires_at: orm.Mapped[datetime.datetime] = orm.mapped_column(

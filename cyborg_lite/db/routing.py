@@ -43,12 +43,21 @@ def live_lookups(session, now):
         .group_by(_L.lock_trait)).all())
 
 
-def add_lookup(session, lock_trait, units, now, until):
+def add_lookup(session, lock_trait, units, now, until, function_trait=None):
     """Count ``units`` against ``lock_trait``'s free handles until
-    ``until``."""
+    ``until`` (``function_trait``: a function pool's lookup)."""
     session.execute(sa.insert(_L).values(
-        lock_trait=lock_trait, units=units, created_at=now,
-        expires_at=until))
+        lock_trait=lock_trait, units=units, function_trait=function_trait,
+        created_at=now, expires_at=until))
+
+
+def pool_traits(session, lock_trait):
+    """``{function trait: units}`` of the live function pools' lookups
+    counted against ``lock_trait``."""
+    return dict(session.execute(
+        sa.select(_L.function_trait, sa.func.sum(_L.units))
+        .where(_L.lock_trait == lock_trait, _L.function_trait.is_not(None))
+        .group_by(_L.function_trait)).all())
 
 
 def regions(session, resource_class):
@@ -75,32 +84,37 @@ def handles(session, deployable_ids):
             for deployable_id, total, in_use in rows}
 
 
-def consume(session, lock_traits, lock_of):
+def consume(session, lock_traits):
     """Drop the oldest live lookup of each of these lock traits (one per
-    entry): its boot is bound. A content left with no lookup waiting is
-    not kept any more.
-
-    :param lock_of: ``(function_id, bitstream_id) -> lock trait``.
-    :returns: ids of the regions no longer kept.
-    """
+    entry): its boot is bound."""
     wanted = collections.Counter(lock_traits)
     rows = session.execute(
         sa.select(_L.id, _L.lock_trait)
         .where(_L.lock_trait.in_(list(wanted)))
         .order_by(_L.id)).all()
-    left = collections.Counter()
     for lookup_id, trait in rows:
         if wanted[trait] > 0:
             # NOTE(cyborg_lite): one row at a time: a concurrent bind may
             # have consumed the same oldest row (its DELETE then matches
             # nothing here, and the next row is taken instead).
-            gone = session.execute(
+            wanted[trait] -= session.execute(
                 sa.delete(_L).where(_L.id == lookup_id)
                 .execution_options(synchronize_session=False)).rowcount
-            wanted[trait] -= gone
-        else:
-            left[trait] += 1
-    done = {trait for trait in lock_traits if not left[trait]}
+
+
+def release(session, lock_traits, lock_of):
+    """End the keeps of those of these lock traits' contents that have no
+    lookup waiting any more.
+
+    :param lock_of: ``(function_id, bitstream_id) -> lock trait``.
+    :returns: ids of the regions no longer kept.
+    """
+    waiting = {trait for (trait,) in session.execute(
+        sa.select(_L.lock_trait).distinct()
+        .where(_L.lock_trait.in_(list(set(lock_traits)))))}
+    done = set(lock_traits) - waiting
+    if not done:
+        return []
     kept = session.execute(
         sa.select(_D.id, _D.assigned_function_id, _D.assigned_bitstream_id)
         .where(_D.assigned_until.is_not(None))).all()

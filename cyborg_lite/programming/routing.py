@@ -26,15 +26,24 @@ there which content the boot will use:
   for F from now on;
 * a group asking for no function goes to regions that serve boots like it
   (nothing loaded first) with handles to spare, else to an idle region,
-  kept for what it has loaded.
+  kept for what it has loaded;
+* a group of a function pool (it requires F's function trait itself) is
+  only counted: it is answered as before, so it may go to any region
+  loaded with F, but it counts against F's handles like a routed one, and
+  one more idle region loaded with F is kept when they run short. A group
+  asking for no function routed to F while a pool's boots are counted
+  there is answered like them (F's function trait required, the other
+  contents' lock traits forbidden): with F's lock trait it could only go
+  to the regions kept when it was routed, and the pool's boots, free to go
+  to any, could fill those first.
 
-The group is answered with that content's lock trait required, so Placement
-offers the boot nothing else, and the regions kept carry the lock trait
-before the answer leaves (:mod:`.locks`). Routing runs one lookup at a time
-(a row lock), so two lookups never count the same free handle. A routed
-lookup counts against its content until a bind of that content consumes it
-(:func:`consume`), or for ``[scheduling] lookup_lease`` seconds; regions
-stay kept while lookups of their content are waiting.
+A routed group is answered with that content's lock trait required, so
+Placement offers the boot nothing else, and the regions kept carry the lock
+trait before the answer leaves (:mod:`.locks`). Routing runs one lookup at
+a time (a row lock), so two lookups never count the same free handle. A
+routed lookup counts against its content until a bind of that content
+consumes it (:func:`consumed_in`), or for ``[scheduling] lookup_lease``
+seconds; regions stay kept while lookups of their content are waiting.
 doc/source/architecture.rst, "Scheduling a region that can serve the
 group", has the whole model.
 """
@@ -53,42 +62,49 @@ from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
 
-_CONTENT_TRAITS = (inventory.LOCK_TRAIT_PREFIX,
-                   inventory.FUNCTION_TRAIT_PREFIX)
-
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """What a routable group asks for: one resource class and its units,
-    and the content (``(function_id, None)``; None: no function)."""
+    and the content (``(function_id, None)``; None: no function).
+    ``pool_trait``: the function trait a function pool's group requires
+    (counted, answered as is)."""
 
     resource_class: str
     units: int
     content: tuple = None
+    pool_trait: str = None
 
 
 def spec_of(group):
-    """The :class:`Spec` of a group lookup routing can route, or None:
-    groups of more than one resource class, asking for an image by id, or
-    already requiring a lock or function trait (function pools) are
-    answered as before."""
+    """The :class:`Spec` of a group lookup routing can route or count, or
+    None: groups of more than one resource class, asking for an image by
+    id, or requiring a lock trait are answered as before, and so are
+    groups requiring a function trait (function pools), which are only
+    counted when they name their function."""
     resources = {key[len("resources:"):]: value
                  for key, value in group.items()
                  if key.startswith("resources:")}
     if len(resources) != 1 or group.get(locks.BITSTREAM_KEY):
         return None
-    for key, value in group.items():
-        if (key.startswith("trait:") and value == "required"
-                and key[len("trait:"):].startswith(_CONTENT_TRAITS)):
-            return None
+    required = [key[len("trait:"):] for key, value in group.items()
+                if key.startswith("trait:") and value == "required"]
+    if any(name.startswith(inventory.LOCK_TRAIT_PREFIX)
+           for name in required):
+        return None
+    pool = next((name for name in sorted(required)
+                 if name.startswith(inventory.FUNCTION_TRAIT_PREFIX)), None)
     (resource_class, units), = resources.items()
     try:
         units = int(units)
     except (TypeError, ValueError):
         return None
     function_id = group.get(locks.FUNCTION_KEY)
+    if pool and not function_id:
+        return None
     return Spec(resource_class, units,
-                (function_id, None) if function_id else None)
+                (function_id, None) if function_id else None,
+                pool_trait=pool)
 
 
 def own_traits(group):
@@ -124,9 +140,11 @@ class _Region:
         return max(0, self.total - self.in_use)
 
 
-def _survey(session, spec, eligible, now):
+def _survey(session, spec, eligible, now, lookups):
     """The regions of the spec's resource class (those in ``eligible``
-    when given), each with its lock and content."""
+    when given), each with its lock and content. A region kept for a
+    content no lookup waits for any more is idle (the bind that consumed
+    the last one ends the keep after its answer)."""
     rows = routing_db.regions(session, spec.resource_class)
     if eligible is not None:
         rows = [row for row in rows if row[0].rp_uuid in eligible]
@@ -149,6 +167,8 @@ def _survey(session, spec, eligible, now):
             region.content = (d.function_id, d.bitstream_id)
         else:
             region.content = locks.kept_for(d, now)
+            if lookups.get(region.lock, 0) <= 0:
+                region.lock = region.content = None
     return found
 
 
@@ -214,20 +234,23 @@ def route(session, group, eligible, now, lease):
 
     :param eligible: rp uuids of the regions with the group's own traits
         (None: every region of its resource class).
-    :returns: ``(the group as answered, or None when not routed,
+    :returns: ``(the group as answered, or None when not routed or only
+        counted, the lock trait it was routed or counted to (None: neither),
         {rp uuid: (deployable id, lock trait recorded as written)} of the
-        regions it was routed to)``.
+        regions of that lock trait)``.
     """
     spec = spec_of(group)
     if spec is None:
-        return None, {}
+        return None, None, {}
     # NOTE(cyborg_lite): the lookups waiting are read before the handles
-    # in use: a bind commits its handle before it consumes its lookup, so
-    # a bind between the two reads is counted twice, never not at all.
+    # in use: a bind takes its handle and consumes its lookup in one
+    # transaction, and where each statement reads its own snapshot
+    # (PostgreSQL) a bind committed between the two reads is counted
+    # twice, never not at all.
     lookups = routing_db.live_lookups(session, now)
-    found = _survey(session, spec, eligible, now)
+    found = _survey(session, spec, eligible, now, lookups)
     if not found:
-        return None, {}
+        return None, None, {}
     spare = _spare(found, lookups)
     kept = []
     if spec.content is not None:
@@ -245,7 +268,7 @@ def route(session, group, eligible, now, lease):
         else:
             kept = _idle_unit(found, None)
             if not kept:
-                return None, {}
+                return None, None, {}
             d = kept[0].deployable
             content = (d.function_id, d.bitstream_id)
             trait = inventory.lock_trait(*content)
@@ -255,15 +278,37 @@ def route(session, group, eligible, now, lease):
     routing_db.keep_for(
         session, [r.deployable.id for r in found if r.lock == trait],
         content[0], content[1], until)
-    routing_db.add_lookup(session, trait, spec.units, now, until)
+    routing_db.add_lookup(session, trait, spec.units, now, until,
+                          function_trait=spec.pool_trait)
     if kept:
         LOG.info("Regions %s kept for %s (lookup routing)",
                  ", ".join(r.deployable.uuid for r in kept),
                  regions.target_text(*content) if any(content)
                  else "boots asking for no function")
-    return {**group, f"trait:{trait}": "required"}, {
+    if spec.pool_trait is not None:
+        answer = None
+    elif spec.content is None:
+        answer = _joining_pools(session, group, trait, found)
+    else:
+        answer = {**group, f"trait:{trait}": "required"}
+    return answer, trait, {
         r.deployable.rp_uuid: (r.deployable.id, r.deployable.lock_written)
         for r in found if r.lock == trait}
+
+
+def _joining_pools(session, group, trait, found):
+    """A group asking for no function routed to ``trait``: with that lock
+    trait required, or, while function pools' boots are counted there,
+    with their function trait required (the one most of them require) and
+    every other content's lock trait forbidden, so it may go wherever they
+    may."""
+    pools = routing_db.pool_traits(session, trait)
+    if not pools:
+        return {**group, f"trait:{trait}": "required"}
+    function_trait = max(pools, key=lambda t: (pools[t], t))
+    others = {r.lock for r in found if r.lock not in (None, trait)}
+    return {**{f"trait:{other}": "forbidden" for other in sorted(others)},
+            **group, f"trait:{function_trait}": "required"}
 
 
 def _route_all(session, groups, eligible, lease):
@@ -271,26 +316,43 @@ def _route_all(session, groups, eligible, lease):
     now = models.utcnow()
     answered, relied = [], {}
     for group, rps in zip(groups, eligible):
-        routed, regions_of = route(session, group, rps, now, lease)
+        routed, trait, regions_of = route(session, group, rps, now, lease)
         answered.append(routed)
-        if routed is not None:
-            trait = next(key[len("trait:"):] for key, value in routed.items()
-                         if value == "required" and key.startswith(
-                             "trait:" + inventory.LOCK_TRAIT_PREFIX))
-            relied.update({rp: (ident, trait, written)
-                           for rp, (ident, written) in regions_of.items()})
+        relied.update({rp: (ident, trait, written)
+                       for rp, (ident, written) in regions_of.items()})
     return answered, relied
 
 
 def consume(db, lock_traits):
-    """Bound: one routed lookup of each of these contents is not waiting
-    any more (a bind that was not routed takes the oldest one's place); a
-    content with no lookup left waiting keeps no region.
+    """Failed to bind: one routed lookup of each of these contents is not
+    waiting any more (a bind consumes its own in its transaction:
+    :func:`consumed_in`); a content with no lookup left waiting keeps no
+    region.
 
     :returns: ids of the regions no longer kept (their lock traits are to
         be written).
     """
-    return db.run(routing_db.consume, list(lock_traits),
+    def _run(session):
+        routing_db.consume(session, lock_traits)
+        return routing_db.release(session, lock_traits, inventory.lock_trait)
+    return db.run(_run)
+
+
+def consumed_in(session, lock_traits):
+    """Bound, in the bind's own transaction: one routed lookup of each of
+    these contents is not waiting any more (a bind that was not routed
+    takes the oldest one's place). In the same transaction as the handle
+    it took, so routing never counts a boot both as a lookup waiting and a
+    handle in use, which would keep a region for nobody."""
+    routing_db.consume(session, lock_traits)
+
+
+def release(db, lock_traits):
+    """End the keeps of these contents if no lookup of theirs is waiting.
+
+    :returns: ids of the regions no longer kept.
+    """
+    return db.run(routing_db.release, list(lock_traits),
                   inventory.lock_trait)
 
 
@@ -346,10 +408,7 @@ class Router:
         # NOTE(cyborg_lite): Placement refuses an unknown required trait,
         # and writing one to a provider.
         try:
-            client.ensure_traits({
-                key[len("trait:"):] for group in routed if group
-                for key, value in group.items() if value == "required"
-                and key.startswith("trait:" + inventory.LOCK_TRAIT_PREFIX)})
+            client.ensure_traits({trait for _, trait, _ in relied.values()})
         except Exception as error:
             LOG.warning("Lookup not routed: its lock traits could not be "
                         "created in Placement: %s", error)

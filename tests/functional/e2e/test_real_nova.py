@@ -219,10 +219,11 @@ def test_storm_of_functions_on_programmed_regions_all_go_active(
         _program(cloud, first, "nlb0")
         _program(cloud, second, "nlb3")
     for function in ("nlb0", "nlb3"):
-        flavors.setdefault(f"{function}-ready", cloud.flavor(
-            f"{function}-ready", [dict(FPGA, **{
-                "accel:function_id": function,
-                "trait:" + _function_trait(function): "required"})]))
+        if f"{function}-ready" not in flavors:
+            flavors[f"{function}-ready"] = cloud.flavor(
+                f"{function}-ready", [dict(FPGA, **{
+                    "accel:function_id": function,
+                    "trait:" + _function_trait(function): "required"})])
     wanted = ["fpga"] * 2 + ["nlb0-ready"] * 6 + ["nlb3-ready"] * 6
 
     done = _storm(cloud, flavors, servers, wanted, "ready")

@@ -37,6 +37,7 @@ def upgrade():
         sa.Column("id", sa.Integer, primary_key=True),
         sa.Column("lock_trait", sa.String(255), nullable=False, index=True),
         sa.Column("units", sa.Integer, nullable=False),
+        sa.Column("function_trait", sa.String(255), nullable=True),
         sa.Column("created_at", sa.DateTime, nullable=False),
         sa.Column("expires_at", sa.DateTime, nullable=False, index=True))
     router = op.create_table(

@@ -22,6 +22,7 @@ import pytest
 
 from accel_common import inventory
 from accel_tools import request_groups
+from cyborg_lite import binding
 from cyborg_lite.db import models
 from cyborg_lite.db import routing as routing_db
 from cyborg_lite.programming import routing
@@ -240,6 +241,56 @@ def test_a_lookup_asking_for_no_function_keeps_to_its_own_regions(host):
     assert host.offered([g_more]) == {nlb3_region}
 
 
+def _pool_profile(client, function):
+    """A function pool's profile: it requires the function's trait."""
+    name = f"pool-{uuid.uuid4().hex[:10]}"
+    status, body = client.call("POST", "/v2/device_profiles", env.ADMIN, [{
+        "name": name, "groups": [{
+            "resources:FPGA": "1", "accel:function_id": function,
+            "trait:" + inventory.function_trait("Intel", function):
+                "required"}]}])
+    assert status == 201, body
+    return name
+
+
+def test_a_function_pools_boots_count_against_their_regions(host):
+    """Issue 20 §1, the real-Nova storm on regions loaded ahead: boots of
+    a function pool are not routed (they may go to any region loaded with
+    their function) but counted, so a boot asking for no function is not
+    routed to the handles they will take; routed where a pool's boots are
+    counted, it may go wherever they may, so they cannot fill the regions
+    it was given before it is scheduled."""
+    client = host.api.client
+    for rp, function in ((host.r0, "nlb0"), (host.r1, "nlb3")):
+        status, body, arq, instance = host.boot(client.profile(function), rp)
+        assert client.wait_resolved(arq)["state"] == "Bound", body
+        client.call("DELETE", f"/v2/accelerator_requests?arqs={arq}",
+                    env.NOVA)
+        host.conn.placement.delete(f"/allocations/{instance}")
+    env.expire_routing(host.api.db)
+    pool = _pool_profile(client, "nlb0")
+
+    # r0's two handles go to two boots of the pool; the answer is as
+    # stored (any region loaded with nlb0), and r0 is kept for nlb0.
+    for _ in range(2):
+        (group,) = host.groups(pool)
+        assert required_locks(group) == set()
+        assert host.offered([group]) == {host.r0}
+    assert host.traits(host.r0) == {NLB0}
+
+    # r1 has one handle left once a boot of nlb3's pool is counted there:
+    # the plain boot shares it with the pool, on the pool's terms.
+    (g_pool3,) = host.groups(_pool_profile(client, "nlb3"))
+    assert required_locks(g_pool3) == set()
+    assert host.traits(host.r1) == {NLB3}
+    (g_joining,) = host.groups(client.profile())
+    assert required_locks(g_joining) == set()
+    assert g_joining[f"trait:{inventory.function_trait('Intel', 'nlb3')}"] \
+        == "required"
+    assert g_joining[f"trait:{NLB0}"] == "forbidden"
+    assert host.offered([g_joining]) == {host.r1}
+
+
 def test_concurrent_lookups_never_count_a_handle_twice(reported):
     """Routing runs one lookup at a time on every database: 2 regions of 2
     handles, 4 lookups at once (2 x nlb0, 2 x nlb3) end with each
@@ -307,6 +358,55 @@ def test_concurrent_binds_consume_one_routed_lookup_each(reported):
 
     assert api.db.run(lambda session: routing_db.live_lookups(
         session, models.utcnow())) == {}
+
+
+def test_a_bind_consumes_its_lookup_with_its_handle(reported):
+    """A bound boot is never counted both as a lookup waiting and as a
+    handle in use (routing then keeps a region for nobody, and the last
+    content of a storm finds none): the bind consumes its lookup in the
+    transaction that takes its handle, before the lock traits are written
+    after the answer; on every database."""
+    api, _ = reported
+    client = api.client
+    now = models.utcnow()
+    until = now + datetime.timedelta(seconds=60)
+    api.db.run(lambda session: [routing_db.add_lookup(
+        session, EMPTY, 1, now, until) for _ in range(3)])
+    arqs = [client.arqs(client.profile())[0] for _ in range(2)]
+    after_answer = []
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda arq: binding.bind(
+            api.db, {arq: {"hostname": api.host, "device_rp_uuid": api.rps[0],
+                           "instance_uuid": str(uuid.uuid4())}},
+            programmer=api.services.programmer, locks=api.services.locks,
+            defer=after_answer.append), arqs))
+
+    assert after_answer  # the lock traits are still to be written
+    assert api.db.run(lambda session: routing_db.live_lookups(
+        session, models.utcnow())) == {EMPTY: 1}
+    for work in after_answer:
+        work()
+    assert {client.wait_resolved(arq)["state"] for arq in arqs} == {"Bound"}
+
+
+def test_a_region_kept_for_boots_all_bound_is_idle_to_routing(host):
+    """The bind that consumes a content's last lookup ends its keep only
+    after its answer; a lookup routed in between may take the region for
+    another content (else it would find no region at all)."""
+    client = host.api.client
+    nlb0 = client.profile("nlb0")
+    (g3,) = host.groups(client.profile("nlb3"))
+    (kept_for_nlb3,) = host.offered([g3])
+    for _ in range(2):
+        host.groups(nlb0)  # the other region's two handles
+    host.api.db.run(routing_db.consume, [NLB3])  # bound, keep not ended
+
+    (g0,) = host.groups(nlb0)
+
+    assert required_locks(g0) == {NLB0}
+    assert host.offered([g0]) == {host.r0, host.r1}
+    assert host.traits(kept_for_nlb3) == {NLB0}
 
 
 def test_a_kept_region_no_boot_comes_for_is_given_back(host):

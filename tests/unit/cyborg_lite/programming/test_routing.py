@@ -29,11 +29,21 @@ def test_groups_of_one_resource_class_are_routed_by_their_function():
         routing.Spec("FPGA", 2, None))
 
 
-def test_groups_that_choose_their_regions_themselves_are_not_routed():
-    # Function pools: the profile requires the function's trait.
+def test_function_pools_are_counted_against_their_function_not_routed():
+    # The profile requires the function's trait: its boots may go to any
+    # region loaded with it, and count against that function's handles.
     assert routing.spec_of({
         "resources:FPGA": "1", "accel:function_id": "nlb0",
+        "trait:CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0": "required"}) == (
+        routing.Spec("FPGA", 1, ("nlb0", None),
+                     pool_trait="CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0"))
+    # Without the function named, what it counts against is unknown.
+    assert routing.spec_of({
+        "resources:FPGA": "1",
         "trait:CUSTOM_FPGA_FUNCTION_ID_INTEL_NLB0": "required"}) is None
+
+
+def test_groups_that_choose_their_regions_themselves_are_not_routed():
     assert routing.spec_of({"resources:FPGA": "1",
                             f"trait:{NLB0}": "required"}) is None
     assert routing.spec_of({"resources:FPGA": "1",
