@@ -28,7 +28,9 @@ use), then, in the same run:
     1.0). Each boot is timed from ``POST /servers`` to the first ``GET``
     that shows it ACTIVE (polled every ``--poll`` seconds, default 0.05),
     then deleted. One boot of each kind first warms the caches and is not
-    counted.
+    counted. With ``--busy``, one any-region server stays ACTIVE through
+    the rounds, as in a cloud where instances run: a ``region`` boot then
+    goes to a region already in use instead of keeping an idle one.
 ``storm``
     ``--storm`` (default 14) boots at once on the two hosts: 3/7 any-region,
     2/7 ``nlb0``, 2/7 ``nlb3`` (6/4/4 for 14), which fit the hosts' 16
@@ -44,6 +46,7 @@ Not a test: figures only. Example::
     .venv/bin/python benchmarks/nova_boot.py
     .venv/bin/python benchmarks/nova_boot.py --rounds 3 --storm 14 --debug
     .venv/bin/python benchmarks/nova_boot.py --rounds 0 --storms 10
+    .venv/bin/python benchmarks/nova_boot.py --busy --storm 0
 
 ``--debug`` turns on the debug logs of cyborg_lite and Nova (they then
 say where a boot's time goes; the figures are a little slower) and keeps
@@ -53,6 +56,7 @@ the work directory (``--keep`` alone keeps it too).
 import argparse
 import concurrent.futures
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -74,12 +78,42 @@ def _function_trait(function):
     return f"CUSTOM_FPGA_FUNCTION_ID_INTEL_{function.upper()}"
 
 
+#: cyborg_lite's requests in a boot, by what Nova makes them for.
+STEPS = (("lookup", re.compile(r'"GET /v2/device_profiles\?name=')),
+         ("create", re.compile(r'"POST /v2/accelerator_requests ')),
+         ("bind", re.compile(r'"PATCH /v2/accelerator_requests ')),
+         ("resolve", re.compile(r'"GET /v2/accelerator_requests\?')))
+#: the request time at the end of a gunicorn access log line (%(L)ss).
+_SECONDS = re.compile(r" ([0-9.]+)s$")
+
+
+def _access_lines(cloud):
+    with open(cloud.cyborg.workdir / "access.log") as f:
+        return f.read().splitlines()
+
+
+def server_times(lines):
+    """``{step: ms}`` that cyborg_lite's API spent on one boot's requests
+    (its gunicorn access log lines)."""
+    spent = dict.fromkeys(name for name, _ in STEPS)
+    for line in lines:
+        for name, pattern in STEPS:
+            found = _SECONDS.search(line)
+            if pattern.search(line) and found:
+                spent[name] = (spent[name] or 0) + float(found[1]) * 1000
+                break
+    return spent
+
+
 def _timed_boot(cloud, flavor, name, poll):
-    """Seconds from POST /servers to ACTIVE (or ERROR); the server."""
+    """Seconds from POST /servers to ACTIVE (or ERROR); the server;
+    cyborg_lite's server time on it (:func:`server_times`)."""
+    before = len(_access_lines(cloud))
     began = time.monotonic()
     server_id = cloud.create_server(flavor, name)
     server = cloud.wait_server(server_id, interval=poll)
-    return time.monotonic() - began, server
+    secs = time.monotonic() - began
+    return secs, server, server_times(_access_lines(cloud)[before:])
 
 
 def _check(cloud, kind, function, server, problems):
@@ -100,8 +134,10 @@ def _check(cloud, kind, function, server, problems):
 
 
 def sequential(cloud, flavors, rounds, poll):
-    """``{kind: [seconds]}`` of ``rounds`` rounds, and the problems seen."""
+    """``{kind: [seconds]}`` of ``rounds`` rounds, ``{kind: [{step:
+    ms}]}`` of cyborg_lite's server time, and the problems seen."""
     times = {kind: [] for kind in KINDS}
+    spent = {kind: [] for kind in KINDS}
     problems = []
     programmed = iter(range(rounds + 1))
 
@@ -112,11 +148,13 @@ def sequential(cloud, flavors, rounds, poll):
             flavor = flavors[function]
         else:
             flavor = flavors[kind]
-        secs, server = _timed_boot(cloud, flavor, f"seq-{kind}", poll)
+        secs, server, steps = _timed_boot(cloud, flavor, f"seq-{kind}",
+                                          poll)
         _check(cloud, kind, function, server, problems)
         cloud.delete_server(server["id"])
         if counted:
             times[kind].append(secs)
+            spent[kind].append(steps)
 
     for kind in KINDS:
         one(kind, counted=False)
@@ -124,7 +162,7 @@ def sequential(cloud, flavors, rounds, poll):
         order = KINDS[n % 3:] + KINDS[:n % 3]
         for kind in order:
             one(kind, counted=True)
-    return times, problems
+    return times, spent, problems
 
 
 def storm(cloud, flavors, count, poll):
@@ -164,6 +202,26 @@ def report(times, program_seconds):
           f"{program_seconds * 1000 + 150:.0f} ms")
 
 
+def report_server_times(spent):
+    """cyborg_lite's own share of each kind's boots."""
+    names = [name for name, _ in STEPS]
+    print("\ncyborg_lite's server time per boot (its gunicorn access log), "
+          "median ms:")
+    print(f"{'kind':<12}" + "".join(f"{n:>9}" for n in names)
+          + f"{'total':>9}")
+    for kind in KINDS[1:]:
+        row = f"{kind:<12}"
+        for name in names:
+            values = [s[name] for s in spent[kind] if s[name] is not None]
+            row += (f"{statistics.median(values):>9.1f}" if values
+                    else f"{'-':>9}")
+        totals = [sum(v for v in s.values() if v) for s in spent[kind]]
+        print(row + f"{statistics.median(totals):>9.1f}")
+    print("(the rest of a kind's difference to 'none' is Nova's own work "
+          "for an accelerator: its client calls, the nested allocation "
+          "candidates and claim)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
@@ -171,6 +229,7 @@ def main():
     parser.add_argument("--storms", type=int, default=1)
     parser.add_argument("--program-seconds", type=float, default=1.0)
     parser.add_argument("--poll", type=float, default=0.05)
+    parser.add_argument("--busy", action="store_true")
     parser.add_argument("--debug", action="store_true")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
@@ -195,11 +254,19 @@ def main():
             flavors[function] = cloud.flavor(
                 function, [dict(FPGA, **{"accel:function_id": function})])
         if args.rounds:
-            times, problems = sequential(cloud, flavors, args.rounds,
-                                         args.poll)
+            busy = None
+            if args.busy:
+                busy = cloud.wait_server(cloud.create_server(
+                    flavors["region"], "busy"))["id"]
+            times, spent, problems = sequential(cloud, flavors, args.rounds,
+                                                args.poll)
+            if busy:
+                cloud.delete_server(busy)
             print(f"\nsequential boots, {args.rounds} rounds "
-                  f"(poll {args.poll * 1000:.0f} ms):")
+                  f"(poll {args.poll * 1000:.0f} ms"
+                  f"{', one region in use throughout' if busy else ''}):")
             report(times, args.program_seconds)
+            report_server_times(spent)
             for problem in problems:
                 print("  problem:", problem)
         printed = set()

@@ -51,6 +51,8 @@ group", has the whole model.
 import collections
 import dataclasses
 import datetime
+import threading
+import time
 
 from oslo_log import log as logging
 
@@ -61,6 +63,12 @@ from cyborg_lite.programming import locks
 from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
+
+#: Seconds the regions found with a group's own traits are reused for
+#: other lookups of the same traits. Those are identity traits, which the
+#: Ironic reporter changes only when hardware does; a region that gains
+#: them is routed to this much later at most.
+ELIGIBLE_TTL = 60
 
 
 @dataclasses.dataclass(frozen=True)
@@ -368,6 +376,9 @@ class Router:
         self.conf = conf
         self.db = db
         self.locks = lock_traits
+        self._eligible_lock = threading.Lock()
+        #: traits -> (monotonic time found, rp uuids with them).
+        self._eligible_found = {}
 
     @property
     def enabled(self):
@@ -375,13 +386,23 @@ class Router:
                 and self.locks is not None and self.locks.enabled)
 
     def _eligible(self, client, group):
-        """The regions with the group's own traits; None: any will do."""
-        traits = own_traits(group)
+        """The regions with the group's own traits; None: any will do.
+        Read from Placement at most every :data:`ELIGIBLE_TTL` seconds per
+        set of traits."""
+        traits = ",".join(own_traits(group))
         if not traits:
             return None
+        now = time.monotonic()
+        with self._eligible_lock:
+            found_at, rps = self._eligible_found.get(traits, (None, None))
+        if found_at is not None and now - found_at < ELIGIBLE_TTL:
+            return rps
         body = client.request("GET", "/resource_providers",
-                              params={"required": ",".join(traits)})
-        return {rp["uuid"] for rp in body["resource_providers"]}
+                              params={"required": traits})
+        rps = frozenset(rp["uuid"] for rp in body["resource_providers"])
+        with self._eligible_lock:
+            self._eligible_found[traits] = (now, rps)
+        return rps
 
     def answer(self, groups, contents):
         """A looked-up profile's groups as Nova's scheduler must read
