@@ -121,3 +121,37 @@ def test_a_region_for_no_function_serves_what_it_loaded_and_spreads_so():
              _region(3, "h2", function_id="nlb0")]
     assert [r.deployable.id for r in routing._idle_unit(
         found, None)] == [3]
+
+
+class _Placement:
+    """Answers ``GET /resource_providers?required=`` and counts the
+    calls."""
+
+    def __init__(self, rps):
+        self.rps = rps
+        self.calls = 0
+
+    def request(self, method, url, params=None):
+        self.calls += 1
+        return {"resource_providers": [{"uuid": rp} for rp in self.rps]}
+
+
+def test_the_regions_with_a_groups_own_traits_are_read_once_a_minute(
+        monkeypatch):
+    router = routing.Router(conf=None, db=None, lock_traits=None)
+    placement = _Placement({"r1", "r2"})
+    group = {"resources:FPGA": "1", "trait:CUSTOM_FPGA_INTEL": "required"}
+    clock = [1000.0]
+    monkeypatch.setattr(routing.time, "monotonic", lambda: clock[0])
+
+    assert router._eligible(placement, group) == {"r1", "r2"}
+    placement.rps = {"r1", "r2", "r3"}
+    clock[0] += routing.ELIGIBLE_TTL - 1
+    assert router._eligible(placement, group) == {"r1", "r2"}
+    assert placement.calls == 1
+    clock[0] += 2
+    assert router._eligible(placement, group) == {"r1", "r2", "r3"}
+    assert placement.calls == 2
+    # A group without traits of its own may go to any region: no call.
+    assert router._eligible(placement, {"resources:FPGA": "1"}) is None
+    assert placement.calls == 2
