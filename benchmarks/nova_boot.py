@@ -97,11 +97,11 @@ def server_times(lines):
     (its gunicorn access log lines)."""
     spent = dict.fromkeys(name for name, _ in STEPS)
     for line in lines:
-        for name, pattern in STEPS:
-            found = _SECONDS.search(line)
-            if pattern.search(line) and found:
-                spent[name] = (spent[name] or 0) + float(found[1]) * 1000
-                break
+        found = _SECONDS.search(line)
+        name = next((name for name, pattern in STEPS
+                     if pattern.search(line)), None)
+        if found and name:
+            spent[name] = (spent[name] or 0) + float(found[1]) * 1000
     return spent
 
 
