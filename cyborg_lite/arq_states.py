@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
 from cyborg_lite import exception
+from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import models
 
 INITIAL = "Initial"
@@ -100,17 +101,34 @@ def move(session, arq, target, via=None, **values):
     :returns: True when the row changed, False when it already was in
         ``target`` (idempotent repeat).
     """
+    allowed, stmt, params, values = _move(arq, target, via, values)
+    if session.execute(stmt, params).rowcount == 1:
+        _moved(arq, values)
+        return True
+    return _not_moved(session, arq, target, allowed)
+
+
+def _move(arq, target, via, values):
+    """``(allowed states, statement, parameters, values set)`` of a
+    :func:`move`."""
     allowed = TRANSITIONS[target if via is None else via]
     values = dict(values, state=target, updated_at=models.utcnow())
     stmt = _move_statement(allowed, tuple(sorted(values)))
     params = {f"new_{key}": value for key, value in values.items()}
     params["arq_id"] = arq.id
-    if session.execute(stmt, params).rowcount == 1:
-        # NOTE(cyborg_lite): the row now holds exactly these values; keep
-        # the object in step without another SELECT.
-        for key, value in values.items():
-            attributes.set_committed_value(arq, key, value)
-        return True
+    return allowed, stmt, params, values
+
+
+def _moved(arq, values):
+    # NOTE(cyborg_lite): the row now holds exactly these values; keep the
+    # object in step without another SELECT.
+    for key, value in values.items():
+        attributes.set_committed_value(arq, key, value)
+
+
+def _not_moved(session, arq, target, allowed):
+    """After a conditional UPDATE that matched nothing: False when ``arq``
+    already is in ``target``; :raises ARQBadState: otherwise."""
     current = session.execute(
         sa.select(models.ARQ.state).where(models.ARQ.id == arq.id)
     ).scalar_one_or_none()
@@ -120,3 +138,30 @@ def move(session, arq, target, via=None, **values):
     raise exception.ARQBadState(uuid=arq.uuid, state=current,
                                 action=f"moving to {target}",
                                 expected=", ".join(allowed))
+
+
+def move_taking_handle(session, arq, target, handle_of, via=None,
+                       **values):
+    """:func:`move` ``arq`` and take a free attach handle of the
+    deployable whose id is ``handle_of`` for it
+    (:func:`.attach_handles.take_free`), in one statement where the
+    database allows it: one round trip less for each instant bind.
+
+    :returns: ``(moved, taken)``: ``moved`` as :func:`move` answers;
+        ``taken`` whether a handle was taken (False when none is free; the
+        caller's transaction must then roll the move back).
+    :raises ARQBadState: as :func:`move`.
+    """
+    allowed, stmt, params, values = _move(arq, target, via, values)
+    outcome = handle_db.take_free_moving(
+        session, (stmt, allowed, tuple(sorted(values))), params, handle_of,
+        arq.id)
+    if outcome is handle_db.UNTRIED:
+        moved = move(session, arq, target, via=via, **values)
+        return moved, moved and handle_db.take_free(
+            session, handle_of, arq.id) is not None
+    moved, taken = outcome
+    if not moved:
+        return _not_moved(session, arq, target, allowed), False
+    _moved(arq, values)
+    return True, taken

@@ -215,21 +215,21 @@ def _bind_instantly(session, arq, fields, deployable, notify):
     """Bind ``arq`` to a free handle of ``deployable`` (locked shared).
 
     One conditional UPDATE moves the ARQ from a bindable state straight to
-    ``Bound``; then a handle is taken (the transaction rolls both back if
-    none is free).
+    ``Bound`` and takes a handle, in the same statement where the database
+    allows it (the transaction rolls both back if none is free).
 
     :returns: True when bound, False when a concurrent identical bind
         committed first (nothing to do).
     """
-    moved = states.move(session, arq, states.BOUND, via=states.BIND_STARTED,
-                        deployable_id=deployable.id,
-                        notification="pending" if notify else None,
-                        **fields)
+    moved, taken = states.move_taking_handle(
+        session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
+        deployable_id=deployable.id,
+        notification="pending" if notify else None, **fields)
     if not moved:
         if _is_repeat(arq, fields):
             return False
         raise _bound_elsewhere(arq, fields)
-    if handle_db.take_free(session, deployable.id, arq.id) is None:
+    if not taken:
         raise exception.NoFreeAttachHandle(
             deployable=deployable.uuid, rp_uuid=fields["device_rp_uuid"],
             arq=arq.uuid)

@@ -39,21 +39,22 @@ _TAKE_FIRST_MYSQL = sa.text(
     "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
     "ORDER BY id LIMIT 1")
 #: PostgreSQL: the first free handle no other transaction holds.
+_FIRST_FREE_UNLOCKED_PG = (
+    sa.select(_TABLE.c.id)
+    .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+           _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False))
+    .order_by(_TABLE.c.id).limit(1)
+    .with_for_update(skip_locked=True).scalar_subquery())
 _TAKE_FIRST_PG = (
     sa.update(_TABLE)
-    .where(_TABLE.c.id == (
-        sa.select(_TABLE.c.id)
-        .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
-               _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False))
-        .order_by(_TABLE.c.id).limit(1)
-        .with_for_update(skip_locked=True).scalar_subquery()))
+    .where(_TABLE.c.id == _FIRST_FREE_UNLOCKED_PG)
     .values(in_use=True, arq_id=sa.bindparam("arq"),
             updated_at=sa.bindparam("now"))
     .returning(_TABLE.c.id))
 
 
-#: :func:`_take_first` did not try.
-_UNTRIED = object()
+#: :func:`_take_first` (or :func:`take_free_moving`) did not try.
+UNTRIED = _UNTRIED = object()
 
 
 def _take_first(session, deployable_id, arq_id):
@@ -92,6 +93,10 @@ def take_free(session, deployable_id, arq_id, attempts=8):
     taken = _take_first(session, deployable_id, arq_id)
     if taken is not _UNTRIED:
         return taken
+    return _take_candidate(session, deployable_id, arq_id, attempts)
+
+
+def _take_candidate(session, deployable_id, arq_id, attempts=8):
     candidates = session.execute(
         _FREE, {"deployable": deployable_id, "attempts": attempts}
     ).scalars().all()
@@ -101,6 +106,84 @@ def take_free(session, deployable_id, arq_id, attempts=8):
         if result.rowcount == 1:
             return handle_id
     return None
+
+
+_MOVING = {}
+
+#: MySQL: the ARQ row and the first free handle's row changed together by
+#: one multi-table UPDATE, or neither. The handle is picked by a plain
+#: read; should another transaction take it first, its row fails
+#: "in_use = 0" once that transaction's lock is released, and nothing
+#: matches.
+_MOVING_MYSQL = (
+    "UPDATE arqs JOIN (SELECT id FROM attach_handles "
+    "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
+    "ORDER BY id LIMIT 1) AS pick "
+    "JOIN attach_handles ON attach_handles.id = pick.id "
+    "SET {sets}, attach_handles.in_use = 1, attach_handles.arq_id = :arq, "
+    "attach_handles.updated_at = :now "
+    "WHERE arqs.id = :arq_id AND arqs.state IN :allowed "
+    "AND attach_handles.in_use = 0")
+
+
+def _moving_statement(dialect, move, allowed, columns):
+    """The statement of :func:`take_free_moving` (one per shape of move,
+    built once)."""
+    key = (dialect, allowed, columns)
+    stmt = _MOVING.get(key)
+    if stmt is not None:
+        return stmt
+    if dialect == "postgresql":
+        # NOTE(cyborg_lite): the sub-statements of a WITH run on one
+        # snapshot; the handle is taken only when the ARQ row was moved.
+        moved = move.returning(move.table.c.id).cte("moved")
+        taken = (sa.update(_TABLE)
+                 .where(_TABLE.c.id == _FIRST_FREE_UNLOCKED_PG,
+                        sa.exists(sa.select(moved.c.id)))
+                 .values(in_use=True, arq_id=sa.bindparam("arq"),
+                         updated_at=sa.bindparam("now"))
+                 .returning(_TABLE.c.id).cte("taken"))
+        stmt = sa.select(
+            sa.select(sa.func.count()).select_from(moved).scalar_subquery(),
+            sa.select(taken.c.id).scalar_subquery())
+    else:
+        sets = ", ".join(f"arqs.{column} = :new_{column}"
+                         for column in columns)
+        stmt = sa.text(_MOVING_MYSQL.format(sets=sets)).bindparams(
+            sa.bindparam("allowed", expanding=True))
+    _MOVING[key] = stmt
+    return stmt
+
+
+def take_free_moving(session, move, params, deployable_id, arq_id):
+    """Run a conditional ``UPDATE`` of one ARQ and take a free handle of
+    ``deployable_id`` for that ARQ when it moved, in one statement.
+
+    :param move: ``(statement, allowed states, columns set)`` of the
+        UPDATE (:func:`cyborg_lite.arq_states.move`), ``params`` its
+        parameters.
+    :returns: ``(moved, taken)``, as booleans; :data:`UNTRIED` when
+        nothing was done: on sqlite, and on MySQL when the statement
+        matched nothing (the caller then runs the two statements, which
+        tell why).
+    """
+    dialect = session.get_bind().dialect.name
+    if dialect not in ("mysql", "postgresql"):
+        return UNTRIED
+    statement, allowed, columns = move
+    stmt = _moving_statement(dialect, statement, allowed, columns)
+    params = dict(params, deployable=deployable_id, arq=arq_id,
+                  now=models.utcnow(), allowed=list(allowed))
+    if dialect == "mysql":
+        return (True, True) if session.execute(stmt, params).rowcount \
+            else UNTRIED
+    params.pop("allowed")
+    moved, taken = session.execute(stmt, params).one()
+    if moved and taken is None:
+        # NOTE(cyborg_lite): none free, or every free one held by another
+        # transaction (SKIP LOCKED): wait for those the slow way.
+        taken = _take_candidate(session, deployable_id, arq_id)
+    return bool(moved), taken is not None
 
 
 def release(session, arq_ids):

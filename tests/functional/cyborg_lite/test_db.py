@@ -205,6 +205,71 @@ def test_identical_binds_racing_bind_once(db):
     assert holders == [arq.id]
 
 
+class _RollBack(Exception):
+    pass
+
+
+@pytest.mark.parametrize("holder_commits", [False, True],
+                         ids=["holder-rolls-back", "holder-commits"])
+def test_a_bind_waits_for_the_handles_another_transaction_holds(
+        db, holder_commits):
+    """Every free handle of the region is taken by a transaction that has
+    not ended yet: a bind waits for it, then takes a handle (it rolled
+    back) or is refused (it committed). An ARQ is never Bound without a
+    handle, whichever statements the database binds with."""
+    holders = _profile_and_arqs(db, 4)
+    arq = _profile_and_arqs(db, 1)[0]
+    with db.transaction() as session:
+        region_id = deployable_db.by_rp(session, FPGA_REGION0_RP).id
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with db.transaction() as session:
+                for holder in holders:
+                    assert handle_db.take_free(session, region_id,
+                                               holder.id) is not None
+                held.set()
+                assert release.wait(10)
+                if not holder_commits:
+                    raise _RollBack()
+        except _RollBack:
+            pass
+
+    outcome = []
+
+    def bind():
+        try:
+            binding.bind(db, {arq.uuid: {
+                "hostname": "compute-1.example.org",
+                "device_rp_uuid": FPGA_REGION0_RP,
+                "instance_uuid": str(uuid.uuid4())}}, notify=False)
+            outcome.append("bound")
+        except exception.NoFreeAttachHandle:
+            outcome.append("no handle")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    binder = threading.Thread(target=bind)
+    binder.start()
+    time.sleep(0.3)
+    assert outcome == []  # waiting for the holder
+    release.set()
+    holder.join(30)
+    binder.join(30)
+    with db.transaction() as session:
+        held_by_arq = session.execute(
+            sa.select(sa.func.count()).where(
+                models.AttachHandle.arq_id == arq.id)).scalar_one()
+    state = arq_db.get(db, arq.uuid).state
+    if holder_commits:
+        assert (outcome, state, held_by_arq) == (
+            ["no handle"], states.BIND_FAILED, 0)
+    else:
+        assert (outcome, state, held_by_arq) == (["bound"], states.BOUND, 1)
+
+
 def test_reads_do_not_wait_for_a_writer(db):
     """GETs keep answering while a write transaction holds the lock (on
     sqlite a write takes the whole database)."""
