@@ -44,6 +44,18 @@ nova_notify_opts = [
                       "however many events it carries; Nova waits minutes "
                       "for these events, so a few milliseconds are free. "
                       "0 sends each bind's events at once."),
+    cfg.BoolOpt("notify_instant_binds", default=False,
+                help="Also send the event of an ARQ bound within the PATCH "
+                     "(its region needed no programming). Nova binds in "
+                     "the conductor and reads the ARQs it finds resolved "
+                     "before it waits for any event, so it never waits "
+                     "for these: each one costs an os-server-external-"
+                     "events call that Nova answers 207 (422, the "
+                     "instance has no host yet) or that nova-compute logs "
+                     "as 'Received unexpected event'. ARQs bound after "
+                     "the PATCH (programmed first) always get their "
+                     "event. Enable only for a client that waits for the "
+                     "event of every bind."),
 ]
 
 

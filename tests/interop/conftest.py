@@ -45,7 +45,8 @@ def server(tmp_path_factory, nova):
     imported, notifying the module's Nova stand-in (fast retries)."""
     server = CyborgServer(
         tmp_path_factory.mktemp("cyborg"), nova_url=nova.endpoint,
-        options={"nova": {"notify_retry_interval": "0.05"}})
+        options={"nova": {"notify_retry_interval": "0.05",
+                          "notify_instant_binds": "true"}})
     with server:
         yield server
 

@@ -140,13 +140,17 @@ def update():
         binding.unbind(svc.db, work, project_id=scope, locks=svc.locks,
                        defer=_after_answer)
         return common.empty(202)
-    notifier = svc.notifier
+    # NOTE(cyborg_lite): an ARQ bound within this PATCH is resolved when
+    # Nova looks, before it waits for events ([nova] notify_instant_binds);
+    # the programmer sends the events of those bound later.
+    notify = svc.notifier.enabled and svc.conf.nova.notify_instant_binds
     bound = binding.bind(svc.db, work, project_id=scope,
-                         programmer=svc.programmer,
-                         notify=notifier.enabled, locks=svc.locks,
-                         siblings=svc.siblings, defer=_after_answer)
+                         programmer=svc.programmer, notify=notify,
+                         locks=svc.locks, siblings=svc.siblings,
+                         defer=_after_answer)
     response = common.empty(202)
-    if bound and notifier.enabled:
+    if bound and notify:
+        notifier = svc.notifier
         # NOTE(cyborg_lite): events leave after the reply has been sent, so
         # Nova already knows the instance's host when they arrive.
         instances = {arq: work.get(arq, {}).get("instance_uuid")

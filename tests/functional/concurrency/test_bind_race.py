@@ -68,7 +68,8 @@ def test_concurrent_binds_take_each_handle_once(
     region = document["devices"][0]["regions"][0]
     server = cyborg_server_factory(
         db_url=database_url, inventories=[document], workers=4,
-        nova_url=nova_standin.endpoint)
+        nova_url=nova_standin.endpoint,
+        options={"nova": {"notify_instant_binds": "true"}})
     api = server.url + "/v2"
     headers = _nova_headers(uuid.uuid4().hex)
 

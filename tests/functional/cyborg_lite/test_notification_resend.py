@@ -44,7 +44,7 @@ def _nova(nova_standin):
     return {"nova.auth_type": "none",
             "nova.endpoint_override": nova_standin.endpoint,
             "nova.notify_retry_interval": 0.01,
-            "nova.notify_retries": 1}
+            "nova.notify_retries": 1, "nova.notify_instant_binds": True}
 
 
 def _crashed_cyborg(tmp_path, nova_standin, db_url=None):
@@ -182,7 +182,8 @@ def _config_file(tmp_path, db_url, nova=None):
     if nova:
         text += (f"[nova]\nauth_type = none\nendpoint_override = "
                  f"{nova.endpoint}\nnotify_retries = 1\n"
-                 "notify_retry_interval = 0.01\n")
+                 "notify_retry_interval = 0.01\n"
+                 "notify_instant_binds = true\n")
     path = tmp_path / "cyborg_lite.conf"
     path.write_text(text)
     return str(path)

@@ -12,7 +12,10 @@
 
 
 """Nova accelerator-request-bound events: after the reply, once per ARQ,
-retried on failure, 207/422 not retried, skipped without [nova]."""
+retried on failure, 207/422 not retried, skipped without [nova]. The
+events of ARQs bound within the PATCH are asked for here
+(``[nova] notify_instant_binds``); by default only ARQs bound later (their
+region programmed first) get one."""
 
 import logging
 import threading
@@ -51,7 +54,8 @@ def _serve_with_nova(tmp_path, nova_standin, db_url=None, **options):
     overrides = {"nova.auth_type": "none",
                  "nova.endpoint_override": nova_standin.endpoint,
                  "nova.notify_retry_interval": 0.05,
-                 "nova.notify_retries": 3, **options}
+                 "nova.notify_retries": 3,
+                 "nova.notify_instant_binds": True, **options}
     cyborg = make_cyborg(tmp_path, db_url=db_url, **overrides)
     with serve(cyborg.app) as url:
         cyborg.url = url
@@ -104,12 +108,28 @@ def test_one_completed_event_per_arq_with_microversion_2_82(with_nova):
     assert len(nova.settle(quiet=0.3)) == 2
 
 
+@pytest.mark.parametrize("with_nova", [{"nova.notify_instant_binds": False}],
+                         indirect=True)
+def test_arqs_bound_within_the_patch_get_no_event_by_default(with_nova):
+    """Nova reads them as resolved before it waits for any event: theirs
+    would only be answered 207/422, or logged by nova-compute as
+    unexpected. Nothing is left for the resend pass either."""
+    cyborg, nova = with_nova
+    response, arqs, instance = _bind_over_http(cyborg)
+    assert response.status_code == 202
+    assert nova.settle(quiet=0.3) == []
+    rows = arq_db.get_all(cyborg.db, uuids=arqs)
+    assert {r.state for r in rows} == {"Bound"}
+    assert {r.notification for r in rows} == {None}
+
+
 @pytest.fixture
 def gated(tmp_path, nova_standin):
     """cyborg_lite whose events wait for ``notifier.gate``; yields
     ``(cyborg, notifier)``."""
     overrides = {"nova.auth_type": "none",
-                 "nova.endpoint_override": nova_standin.endpoint}
+                 "nova.endpoint_override": nova_standin.endpoint,
+                 "nova.notify_instant_binds": True}
     notifier = GatedNotifier(make_conf(tmp_path, **overrides), None)
     cyborg = make_cyborg(tmp_path, notifier=notifier, **overrides)
     notifier.db = cyborg.db
@@ -237,7 +257,8 @@ def test_events_of_binds_close_together_leave_in_one_call(with_nova):
 def test_shutdown_sends_what_is_queued(tmp_path, nova_standin):
     overrides = {"nova.auth_type": "none",
                  "nova.endpoint_override": nova_standin.endpoint,
-                 "nova.notify_batch_interval": 5.0}
+                 "nova.notify_batch_interval": 5.0,
+                 "nova.notify_instant_binds": True}
     cyborg = make_cyborg(tmp_path, **overrides)
     with serve(cyborg.app) as url:
         cyborg.url = url

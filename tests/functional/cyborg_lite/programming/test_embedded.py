@@ -65,10 +65,10 @@ def test_repeated_bind_and_same_function_program_nothing(embedded,
     assert other_status == 202
     assert client.arq(others[0])["state"] == "Bound"
     assert embedded.sim()["programmed_at"] == programmed_at
-    nova_standin.wait_for_events(1, server_uuid=other)
+    # NOTE: Nova reads an ARQ bound within its PATCH as resolved before it
+    # waits for events: only the programmed bind gets one.
     events = nova_standin.settle(quiet=0.3)
-    assert sorted(e["server_uuid"] for e in events) == sorted(
-        [instance, other])
+    assert [e["server_uuid"] for e in events] == [instance]
 
 
 def test_region_held_by_another_arq_is_not_reprogrammed(embedded,
