@@ -110,15 +110,16 @@ def _take_candidate(session, deployable_id, arq_id, attempts=8):
 
 _MOVING = {}
 
-#: MySQL: the ARQ row and the first free handle's row changed together by
-#: one multi-table UPDATE, or neither. The handle is picked by a plain
-#: read; should another transaction take it first, its row fails
-#: "in_use = 0" once that transaction's lock is released, and nothing
-#: matches.
+#: MySQL: the ARQ row and the first free handle no other transaction holds
+#: changed together by one multi-table UPDATE, or neither.
+# NOTE(cyborg_lite): without its own FOR UPDATE, the derived table's rows
+# are read under shared locks (InnoDB's locking read of a multi-table
+# UPDATE, also at READ COMMITTED), and two binds upgrading theirs on the
+# same handle deadlock.
 _MOVING_MYSQL = (
     "UPDATE arqs JOIN (SELECT id FROM attach_handles "
     "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
-    "ORDER BY id LIMIT 1) AS pick "
+    "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick "
     "JOIN attach_handles ON attach_handles.id = pick.id "
     "SET {sets}, attach_handles.in_use = 1, attach_handles.arq_id = :arq, "
     "attach_handles.updated_at = :now "
@@ -155,6 +156,17 @@ def _moving_statement(dialect, move, allowed, columns):
     return stmt
 
 
+def _skips_locked(dialect):
+    """Whether the database has ``SKIP LOCKED`` (PostgreSQL; MariaDB from
+    10.6, MySQL from 8.0)."""
+    if dialect.name == "postgresql":
+        return True
+    if dialect.name != "mysql":
+        return False
+    version = dialect.server_version_info or ()
+    return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 1))
+
+
 def take_free_moving(session, move, params, deployable_id, arq_id):
     """Run a conditional ``UPDATE`` of one ARQ and take a free handle of
     ``deployable_id`` for that ARQ when it moved, in one statement.
@@ -163,13 +175,15 @@ def take_free_moving(session, move, params, deployable_id, arq_id):
         UPDATE (:func:`cyborg_lite.arq_states.move`), ``params`` its
         parameters.
     :returns: ``(moved, taken)``, as booleans; :data:`UNTRIED` when
-        nothing was done: on sqlite, and on MySQL when the statement
-        matched nothing (the caller then runs the two statements, which
-        tell why).
+        nothing was done: on sqlite (and a MySQL without ``SKIP LOCKED``),
+        and on MySQL when the statement matched nothing (the caller then
+        runs the two statements, which tell why, and wait for the handles
+        other transactions hold).
     """
-    dialect = session.get_bind().dialect.name
-    if dialect not in ("mysql", "postgresql"):
+    dialect = session.get_bind().dialect
+    if not _skips_locked(dialect):
         return UNTRIED
+    dialect = dialect.name
     statement, allowed, columns = move
     stmt = _moving_statement(dialect, statement, allowed, columns)
     params = dict(params, deployable=deployable_id, arq=arq_id,

@@ -13,6 +13,7 @@
 
 """Migrations, persistence and races on sqlite, MariaDB and PostgreSQL."""
 
+import collections
 import threading
 import time
 import uuid
@@ -35,6 +36,7 @@ from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import load_example_inventory
+from tests.fixtures.cyborg_server import make_inventory
 
 
 @pytest.fixture
@@ -203,6 +205,49 @@ def test_identical_binds_racing_bind_once(db):
             sa.select(models.AttachHandle.arq_id).where(
                 models.AttachHandle.in_use.is_(True))).scalars().all()
     assert holders == [arq.id]
+
+
+def _is_deadlock(error):
+    return (getattr(error, "pgcode", None) in ("40P01", "40001")
+            or getattr(error, "args", (None,))[:1] == (1213,))
+
+
+def test_concurrent_binds_do_not_deadlock(db):
+    """16 binds at a time on one region with handles for all: each takes
+    a handle no other holds and none waits in a cycle (a deadlock is
+    retried, but costs a rollback, and the boot once retries run out)."""
+    document = make_inventory(handles_per_region=(200,))
+    inventory_apply.apply_document(db, document)
+    rp_uuid = document["devices"][0]["regions"][0]["rp_uuid"]
+    arqs = iter(_profile_and_arqs(db, 160))
+    deadlocks, outcomes = [], collections.Counter()
+    lock = threading.Lock()
+
+    def on_error(context):
+        if _is_deadlock(context.original_exception):
+            deadlocks.append(context.original_exception)
+
+    for engine in db.engines:
+        sa.event.listen(engine, "handle_error", on_error)
+
+    def binder():
+        while True:
+            with lock:
+                arq = next(arqs, None)
+            if arq is None:
+                return
+            binding.bind(db, {arq.uuid: {
+                "hostname": document["host"], "device_rp_uuid": rp_uuid,
+                "instance_uuid": str(uuid.uuid4())}}, notify=False)
+            with lock:
+                outcomes["bound"] += 1
+
+    threads = [threading.Thread(target=binder) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert (outcomes, deadlocks) == ({"bound": 160}, [])
 
 
 class _RollBack(Exception):
