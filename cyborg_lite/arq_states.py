@@ -141,22 +141,29 @@ def _not_moved(session, arq, target, allowed):
 
 
 def move_taking_handle(session, arq, target, handle_of, via=None,
-                       **values):
+                       region=None, **values):
     """:func:`move` ``arq`` and take a free attach handle of the
     deployable whose id is ``handle_of`` for it
     (:func:`.attach_handles.take_free`), in one statement where the
     database allows it: one round trip less for each instant bind.
 
+    :param region: ``{column: value}`` of that deployable as read without
+        a lock: the statement takes its shared lock and does nothing when
+        it changed (:func:`.attach_handles.take_free_moving`).
     :returns: ``(moved, taken)``: ``moved`` as :func:`move` answers;
         ``taken`` whether a handle was taken (False when none is free; the
-        caller's transaction must then roll the move back).
+        caller's transaction must then roll the move back); ``(None,
+        None)`` with ``region`` when nothing was done (the region changed,
+        or the database cannot check it in the same statement).
     :raises ARQBadState: as :func:`move`.
     """
     allowed, stmt, params, values = _move(arq, target, via, values)
     outcome = handle_db.take_free_moving(
         session, (stmt, allowed, tuple(sorted(values))), params, handle_of,
-        arq.id)
+        arq.id, region=region)
     if outcome is handle_db.UNTRIED:
+        if region is not None:
+            return None, None
         moved = move(session, arq, target, via=via, **values)
         return moved, moved and handle_db.take_free(
             session, handle_of, arq.id) is not None

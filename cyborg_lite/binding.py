@@ -225,6 +225,10 @@ def _bind_instantly(session, arq, fields, deployable, notify):
         session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
         deployable_id=deployable.id,
         notification="pending" if notify else None, **fields)
+    return _bound_instantly(arq, fields, deployable, moved, taken)
+
+
+def _bound_instantly(arq, fields, deployable, moved, taken):
     if not moved:
         if _is_repeat(arq, fields):
             return False
@@ -236,6 +240,39 @@ def _bind_instantly(session, arq, fields, deployable, notify):
     return True
 
 
+def _bind_verified(session, arq, fields, deployable, device, notify):
+    """Bind ``arq`` to a free handle of ``deployable``, read without a
+    lock and found ready to serve it, in one statement that takes the
+    shared lock on the region's row and checks it still holds what the
+    decision read (its state, contents and keep, its device enabled).
+
+    :returns: True when bound, False for an identical repeat (as
+        :func:`_bind_instantly`), None when nothing was done: the region
+        was read under its lock already, is not ready, changed since it
+        was read, or the database cannot do it in one statement (the
+        caller then locks it and decides again).
+    :raises: as :func:`_bind_instantly`.
+    """
+    if (deployable.state != regions.READY or device.status != "enabled"
+            or deployable_db.is_share_locked(session, deployable.id)):
+        return None
+    moved, taken = states.move_taking_handle(
+        session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
+        region={name: getattr(deployable, name) for name in _READ_AHEAD},
+        deployable_id=deployable.id,
+        notification="pending" if notify else None, **fields)
+    if moved is None:
+        return None
+    return _bound_instantly(arq, fields, deployable, moved, taken)
+
+
+#: the region's columns an instant bind's decision read (what
+#: :func:`needs_programming` and :func:`_as_kept` look at).
+_READ_AHEAD = ("state", "function_id", "bitstream_id", "device_id",
+               "assigned_function_id", "assigned_bitstream_id",
+               "assigned_until")
+
+
 def _reserve(session, binds, project_id, programmer, notify,
              prefer_siblings=None, consume_lookups=False):
     """:param prefer_siblings: ``{arq uuid: providers tried}`` when an ARQ
@@ -244,8 +281,18 @@ def _reserve(session, binds, project_id, programmer, notify,
     :param consume_lookups: consume one routed lookup per ARQ bound, in
         this transaction (:func:`.routing.consumed_in`)."""
     instances = {f["instance_uuid"] for f in binds.values()}
-    rows, bound_to = arq_db.for_bind(session, list(binds), instances,
-                                     project_id)
+    read = {}  # NOTE(cyborg_lite): {arq uuid: (region, device)} read ahead
+    if len(binds) == 1:
+        # NOTE(cyborg_lite): Nova's bind of one ARQ reads its region in the
+        # same statement, without a lock: an instant bind locks it as it
+        # writes (_bind_verified).
+        ((arq_uuid, fields),) = binds.items()
+        rows, bound_to, read[arq_uuid] = arq_db.for_bind_with_region(
+            session, arq_uuid, fields["instance_uuid"],
+            fields["device_rp_uuid"], project_id)
+    else:
+        rows, bound_to = arq_db.for_bind(session, list(binds), instances,
+                                         project_id)
     arqs = _all_found(binds, {arq.uuid: (arq, group) for arq, group in rows})
     bound, jobs, touched, contents = [], [], set(), []
     for instance in sorted(instances):
@@ -279,11 +326,14 @@ def _reserve(session, binds, project_id, programmer, notify,
             raise exception.ARQBadState(
                 uuid=arq.uuid, state=arq.state, action="binding",
                 expected=", ".join(states.BINDABLE))
-        # NOTE(cyborg_lite): a group asking for no function binds
-        # instantly (or joins a run): lock the region as it is read.
-        deployable, device = deployable_db.with_device_by_rp(
-            session, fields["device_rp_uuid"], lock_shared=not any(
-                group.get(key) for key in PROGRAMMING_KEYS))
+        if arq_uuid in read:
+            deployable, device = read[arq_uuid]
+        else:
+            # NOTE(cyborg_lite): a group asking for no function binds
+            # instantly (or joins a run): lock the region as it is read.
+            deployable, device = deployable_db.with_device_by_rp(
+                session, fields["device_rp_uuid"], lock_shared=not any(
+                    group.get(key) for key in PROGRAMMING_KEYS))
         if deployable is None:
             raise exception.ResourceProviderNotFound(
                 rp_uuid=fields["device_rp_uuid"], arq=arq.uuid)
@@ -343,6 +393,10 @@ def _bind_one(session, arq, group, fields, deployable, device, programmer,
     :returns: ``(bound now, job to launch or None)``.
     """
     if needs_programming(group, deployable) is None:
+        done = _bind_verified(session, arq, fields, deployable, device,
+                              notify)
+        if done is not None:
+            return done, None
         fresh = _instant_target(session, deployable, device, group,
                                 can_join=programmer is not None)
         if fresh is JOIN:

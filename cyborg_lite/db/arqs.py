@@ -221,6 +221,31 @@ def _for_bind(scoped, single):
 _FOR_BIND = {(scoped, single): _for_bind(scoped, single)
              for scoped in (False, True) for single in (False, True)}
 
+_D, _V = models.Deployable, models.Device
+
+
+def _for_bind_with_region(scoped):
+    """:func:`_for_bind` of one ARQ, with the region and device of the
+    resource provider ``:rp`` beside the PATCH's ARQ (read without a
+    lock: an instant bind takes its lock as it writes)."""
+    return (_for_bind(scoped, True)
+            .add_columns(_D, _V)
+            .outerjoin(_D, sa.and_(_A.uuid == sa.bindparam("uuids"),
+                                   _D.rp_uuid == sa.bindparam("rp"),
+                                   _D.retired.is_(False)))
+            .outerjoin(_V, _V.id == _D.device_id)
+            .options(orm.load_only(
+                _D.id, _D.uuid, _D.device_id, _D.rp_uuid, _D.state,
+                _D.function_id, _D.bitstream_id, _D.target_function_id,
+                _D.target_bitstream_id, _D.assigned_function_id,
+                _D.assigned_bitstream_id, _D.assigned_until, _D.retired),
+                orm.load_only(_V.id, _V.status, _V.program_mode,
+                              _V.hostname, _V.retired)))
+
+
+_FOR_BIND_WITH_REGION = {scoped: _for_bind_with_region(scoped)
+                         for scoped in (False, True)}
+
 
 def for_bind(session, uuids, instances, project_id=None):
     """What a bind needs to know, in one statement.
@@ -249,6 +274,31 @@ def for_bind(session, uuids, instances, project_id=None):
         if arq.id not in found_ids:  # NOTE(cyborg_lite): of the instances
             others.setdefault(arq.instance_uuid, []).append(arq)
     return found, others
+
+
+def for_bind_with_region(session, arq_uuid, instance, rp_uuid,
+                         project_id=None):
+    """:func:`for_bind` of one ARQ and one instance, and in the same
+    statement ``(deployable, device)`` of the live region whose resource
+    provider is ``rp_uuid`` (``(None, None)``: there is none), read
+    without a lock.
+
+    :returns: ``([(arq, group)], {instance: [arq]}, (deployable,
+        device))``.
+    """
+    rows = session.execute(
+        _FOR_BIND_WITH_REGION[project_id is not None],
+        {"uuids": arq_uuid, "instances": instance, "project": project_id,
+         "rp": rp_uuid}).all()
+    found, others, region = [], {}, (None, None)
+    for arq, groups, deployable, device in rows:
+        if arq.uuid == arq_uuid and (project_id is None
+                                     or arq.project_id == project_id):
+            found.append((arq, groups[arq.device_profile_group_id]))
+            region = (deployable, device)
+        else:
+            others.setdefault(arq.instance_uuid, []).append(arq)
+    return found, others, region
 
 
 @engine.reader

@@ -127,24 +127,60 @@ _MOVING_MYSQL = (
     "AND attach_handles.in_use = 0")
 
 
-def _moving_statement(dialect, move, allowed, columns):
+_REGIONS = models.Deployable.__table__
+_DEVICES = models.Device.__table__
+
+
+def _region_checked(names):
+    """PostgreSQL: the region ``:deployable`` under a shared lock on its
+    row, when its columns ``names`` still hold ``:region_<name>``, it is
+    live and its device enabled (else no row)."""
+    return (sa.select(_REGIONS.c.id)
+            .select_from(_REGIONS.join(
+                _DEVICES, _DEVICES.c.id == _REGIONS.c.device_id))
+            .where(_REGIONS.c.id == sa.bindparam("deployable"),
+                   _REGIONS.c.retired.is_(False),
+                   _DEVICES.c.status == "enabled",
+                   *(_REGIONS.c[name].is_not_distinct_from(sa.bindparam(
+                       f"region_{name}", type_=_REGIONS.c[name].type))
+                     for name in names))
+            .with_for_update(read=True, of=_REGIONS).cte("region"))
+
+
+def _moving_statement(dialect, move, allowed, columns, checked=()):
     """The statement of :func:`take_free_moving` (one per shape of move,
     built once)."""
-    key = (dialect, allowed, columns)
+    key = (dialect, allowed, columns, checked)
     stmt = _MOVING.get(key)
     if stmt is not None:
         return stmt
     if dialect == "postgresql":
         # NOTE(cyborg_lite): the sub-statements of a WITH run on one
-        # snapshot; the handle is taken only when the ARQ row was moved.
+        # snapshot. Each step waits for the one before (in the free
+        # handle's subquery, so that its row is locked last, as a bind in
+        # several statements locks them): the region's shared lock, then
+        # the ARQ's row, then a handle.
+        counts = []
+        if checked:
+            region = _region_checked(checked)
+            move = move.where(sa.exists(sa.select(region.c.id)))
+            counts.append(sa.select(sa.func.count()).select_from(region)
+                          .scalar_subquery())
         moved = move.returning(move.table.c.id).cte("moved")
+        first_free = (
+            sa.select(_TABLE.c.id)
+            .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+                   _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
+                   sa.exists(sa.select(moved.c.id)))
+            .order_by(_TABLE.c.id).limit(1)
+            .with_for_update(skip_locked=True).scalar_subquery())
         taken = (sa.update(_TABLE)
-                 .where(_TABLE.c.id == _FIRST_FREE_UNLOCKED_PG,
-                        sa.exists(sa.select(moved.c.id)))
+                 .where(_TABLE.c.id == first_free)
                  .values(in_use=True, arq_id=sa.bindparam("arq"),
                          updated_at=sa.bindparam("now"))
                  .returning(_TABLE.c.id).cte("taken"))
         stmt = sa.select(
+            *counts,
             sa.select(sa.func.count()).select_from(moved).scalar_subquery(),
             sa.select(taken.c.id).scalar_subquery())
     else:
@@ -167,32 +203,45 @@ def _skips_locked(dialect):
     return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 1))
 
 
-def take_free_moving(session, move, params, deployable_id, arq_id):
+def take_free_moving(session, move, params, deployable_id, arq_id,
+                     region=None):
     """Run a conditional ``UPDATE`` of one ARQ and take a free handle of
     ``deployable_id`` for that ARQ when it moved, in one statement.
 
     :param move: ``(statement, allowed states, columns set)`` of the
         UPDATE (:func:`cyborg_lite.arq_states.move`), ``params`` its
         parameters.
+    :param region: ``{column: value}`` of the region as the caller read
+        it without a lock: the statement then also takes the region's
+        shared lock, and does nothing unless the region still holds
+        these values, is live and its device enabled (PostgreSQL only).
     :returns: ``(moved, taken)``, as booleans; :data:`UNTRIED` when
         nothing was done: on sqlite (and a MySQL without ``SKIP LOCKED``),
-        and on MySQL when the statement matched nothing (the caller then
-        runs the two statements, which tell why, and wait for the handles
-        other transactions hold).
+        with ``region`` on MySQL or when the region changed, and on MySQL
+        when the statement matched nothing (the caller then runs the two
+        statements, which tell why, and wait for the handles other
+        transactions hold).
     """
     dialect = session.get_bind().dialect
-    if not _skips_locked(dialect):
+    if not _skips_locked(dialect) or (
+            region is not None and dialect.name != "postgresql"):
         return UNTRIED
     dialect = dialect.name
     statement, allowed, columns = move
-    stmt = _moving_statement(dialect, statement, allowed, columns)
+    checked = tuple(sorted(region or ()))
+    stmt = _moving_statement(dialect, statement, allowed, columns, checked)
     params = dict(params, deployable=deployable_id, arq=arq_id,
-                  now=models.utcnow(), allowed=list(allowed))
+                  now=models.utcnow())
     if dialect == "mysql":
+        params["allowed"] = list(allowed)
         return (True, True) if session.execute(stmt, params).rowcount \
             else UNTRIED
-    params.pop("allowed")
-    moved, taken = session.execute(stmt, params).one()
+    params.update((f"region_{name}", value)
+                  for name, value in (region or {}).items())
+    row = session.execute(stmt, params).one()
+    if checked and not row[0]:
+        return UNTRIED
+    moved, taken = row[-2:]
     if moved and taken is None:
         # NOTE(cyborg_lite): none free, or every free one held by another
         # transaction (SKIP LOCKED): wait for those the slow way.

@@ -315,6 +315,56 @@ def test_a_bind_waits_for_the_handles_another_transaction_holds(
         assert (outcome, state, held_by_arq) == (["bound"], states.BOUND, 1)
 
 
+def test_an_instant_bind_waits_for_a_programming_start_and_sees_it(db):
+    """A programming run starts on the region (its row locked, its state
+    changed) between the bind's read and its write: the bind waits for it
+    and is refused, holding no handle, rather than bind to a region about
+    to be reprogrammed."""
+    arq = _profile_and_arqs(db, 1)[0]
+    locked, release = threading.Event(), threading.Event()
+
+    def start_programming():
+        with db.transaction() as session:
+            region = session.execute(
+                sa.select(models.Deployable)
+                .where(models.Deployable.rp_uuid == FPGA_REGION0_RP)
+                .with_for_update()).scalar_one()
+            region.state = "programming"
+            region.target_function_id = "nlb3"
+            session.flush()
+            locked.set()
+            assert release.wait(10)
+
+    programmer = threading.Thread(target=start_programming)
+    programmer.start()
+    assert locked.wait(10)
+    outcome = []
+
+    def bind():
+        try:
+            binding.bind(db, {arq.uuid: {
+                "hostname": "compute-1.example.org",
+                "device_rp_uuid": FPGA_REGION0_RP,
+                "instance_uuid": str(uuid.uuid4())}}, notify=False)
+            outcome.append("bound")
+        except exception.DeployableNotReady as error:
+            outcome.append(error.message)
+
+    binder = threading.Thread(target=bind)
+    binder.start()
+    time.sleep(0.3)
+    assert outcome == []  # waiting for the programming start
+    release.set()
+    programmer.join(30)
+    binder.join(30)
+    assert len(outcome) == 1 and "being programmed with" in outcome[0], outcome
+    with db.transaction() as session:
+        held = session.execute(sa.select(sa.func.count()).where(
+            models.AttachHandle.arq_id == arq.id)).scalar_one()
+    assert (arq_db.get(db, arq.uuid).state, held) == (
+        states.BIND_FAILED, 0)
+
+
 def test_reads_do_not_wait_for_a_writer(db):
     """GETs keep answering while a write transaction holds the lock (on
     sqlite a write takes the whole database)."""
