@@ -282,7 +282,7 @@ def _reserve(session, binds, project_id, programmer, notify,
         this transaction (:func:`.routing.consumed_in`)."""
     instances = {f["instance_uuid"] for f in binds.values()}
     read = {}  # NOTE(cyborg_lite): {arq uuid: (region, device)} read ahead
-    if len(binds) == 1:
+    if len(binds) == 1 and handle_db.checks_region(session):
         # NOTE(cyborg_lite): Nova's bind of one ARQ reads its region in the
         # same statement, without a lock: an instant bind locks it as it
         # writes (_bind_verified).

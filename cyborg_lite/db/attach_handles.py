@@ -203,6 +203,12 @@ def _skips_locked(dialect):
     return version >= ((10, 6) if dialect.is_mariadb else (8, 0, 1))
 
 
+def checks_region(session):
+    """Whether :func:`take_free_moving` can check a region read without a
+    lock (PostgreSQL)."""
+    return session.get_bind().dialect.name == "postgresql"
+
+
 def take_free_moving(session, move, params, deployable_id, arq_id,
                      region=None):
     """Run a conditional ``UPDATE`` of one ARQ and take a free handle of
@@ -224,7 +230,7 @@ def take_free_moving(session, move, params, deployable_id, arq_id,
     """
     dialect = session.get_bind().dialect
     if not _skips_locked(dialect) or (
-            region is not None and dialect.name != "postgresql"):
+            region is not None and not checks_region(session)):
         return UNTRIED
     dialect = dialect.name
     statement, allowed, columns = move
