@@ -172,3 +172,20 @@ def move_taking_handle(session, arq, target, handle_of, via=None,
         return _not_moved(session, arq, target, allowed), False
     _moved(arq, values)
     return True, taken
+
+
+def move_at_once(session, arq, target, handle_of, region, via=None,
+                 **values):
+    """:func:`move_taking_handle` with ``region``, all or nothing
+    (:func:`.attach_handles.take_free_at_once`): safe in autocommit.
+
+    :returns: True when ``arq`` moved and holds a handle, False when
+        nothing changed.
+    """
+    allowed, stmt, params, values = _move(arq, target, via, values)
+    done = handle_db.take_free_at_once(
+        session, (stmt, allowed, tuple(sorted(values))), params, handle_of,
+        arq.id, region)
+    if done:
+        _moved(arq, values)
+    return done

@@ -266,6 +266,44 @@ def _bind_verified(session, arq, fields, deployable, device, notify):
     return _bound_instantly(arq, fields, deployable, moved, taken)
 
 
+def _bind_at_once(session, binds, project_id, notify):
+    """Bind one ARQ in autocommit: one statement reads it, its group and
+    region; one more binds it (:func:`.arq_states.move_at_once`). Only
+    for the plain case, an instant bind of an ARQ that may be bound to an
+    instance no other ARQ is bound to.
+
+    :returns: what :func:`_reserve` returns, or None when nothing was
+        written and the bind needs the transaction (anything else: the
+        ARQ not found or not bindable, a repeat, programming, the region
+        not ready, changed or without a free handle no one holds).
+    """
+    ((arq_uuid, fields),) = binds.items()
+    rows, others, (deployable, device) = arq_db.for_bind_with_region(
+        session, arq_uuid, fields["instance_uuid"], fields["device_rp_uuid"],
+        project_id)
+    if len(rows) != 1 or others or deployable is None:
+        return None
+    ((arq, group),) = rows
+    if arq.state not in states.BINDABLE:
+        return None
+    try:
+        served = _as_kept(arq, group, deployable)
+    except exception.Conflict:
+        return None
+    if (needs_programming(served, deployable) is not None
+            or deployable.state != regions.READY
+            or device.status != "enabled"):
+        return None
+    if not states.move_at_once(
+            session, arq, states.BOUND, deployable.id,
+            {name: getattr(deployable, name) for name in _READ_AHEAD},
+            via=states.BIND_STARTED, deployable_id=deployable.id,
+            notification="pending" if notify else None, **fields):
+        return None
+    return ([arq.uuid], [None], {deployable.id},
+            [_served_lock(served, deployable)])
+
+
 #: the region's columns an instant bind's decision read (what
 #: :func:`needs_programming` and :func:`_as_kept` look at).
 _READ_AHEAD = ("state", "function_id", "bitstream_id", "device_id",
@@ -518,8 +556,15 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
     routing_on = locks is not None and locks.enabled
     prefer = ({} if siblings is not None and siblings.enabled
               and programmer is not None else None)
+    at_once = None
+    if len(binds) == 1 and not routing_on and handle_db.binds_at_once(
+            db.engine.dialect):
+        # NOTE(cyborg_lite): Nova's bind of one ARQ to a region that serves
+        # it, in two statements and no transaction; anything else in one
+        # transaction, below.
+        at_once = db.autocommit(_bind_at_once, binds, project_id, notify)
     try:
-        while True:
+        while at_once is None:
             try:
                 bound, jobs, touched, served = db.run(
                     _reserve, binds, project_id, programmer, notify, prefer,
@@ -541,6 +586,8 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
                     raise error.cause
                 raise NoRegionCanServe(reason=error.message, arq=error.arq,
                                        host=error.fields["hostname"])
+        if at_once is not None:
+            bound, jobs, touched, served = at_once
         jobs = [job for job in jobs if job is not None]
         if jobs:
             _refuse_jobs_without_image(db, programmer, jobs, binds)

@@ -255,6 +255,100 @@ def take_free_moving(session, move, params, deployable_id, arq_id,
     return bool(moved), taken is not None
 
 
+#: MySQL: :func:`take_free_at_once`'s statement: the region and its device
+#: read under shared locks (a multi-table UPDATE's locking read) and
+#: checked, the first free handle no other transaction holds, and the ARQ,
+#: changed together or not at all.
+_AT_ONCE_MYSQL = (
+    "UPDATE arqs JOIN deployables ON deployables.id = :deployable "
+    "JOIN devices ON devices.id = deployables.device_id "
+    "JOIN (SELECT id FROM attach_handles "
+    "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
+    "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick "
+    "JOIN attach_handles ON attach_handles.id = pick.id "
+    "SET {sets}, attach_handles.in_use = 1, attach_handles.arq_id = :arq, "
+    "attach_handles.updated_at = :now "
+    "WHERE arqs.id = :arq_id AND arqs.state IN :allowed "
+    "AND attach_handles.in_use = 0 AND deployables.retired = 0 "
+    "AND devices.status = 'enabled' AND {checks}")
+
+_AT_ONCE = {}
+
+
+def _at_once_statement(dialect, move, allowed, columns, checked):
+    key = (dialect, allowed, columns, checked)
+    stmt = _AT_ONCE.get(key)
+    if stmt is not None:
+        return stmt
+    if dialect == "postgresql":
+        # NOTE(cyborg_lite): each step waits for the one before: the
+        # region's shared lock, the ARQ's row (locked, its state checked
+        # again), a handle, and only then the ARQ's move, which cannot
+        # fail once its row is locked.
+        region = _region_checked(checked)
+        arqs = move.table
+        locked = (sa.select(arqs.c.id)
+                  .where(arqs.c.id == sa.bindparam("arq_id"),
+                         arqs.c.state.in_(allowed),
+                         sa.exists(sa.select(region.c.id)))
+                  .with_for_update().cte("arq"))
+        first_free = (
+            sa.select(_TABLE.c.id)
+            .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+                   _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
+                   sa.exists(sa.select(locked.c.id)))
+            .order_by(_TABLE.c.id).limit(1)
+            .with_for_update(skip_locked=True).scalar_subquery())
+        taken = (sa.update(_TABLE)
+                 .where(_TABLE.c.id == first_free)
+                 .values(in_use=True, arq_id=sa.bindparam("arq"),
+                         updated_at=sa.bindparam("now"))
+                 .returning(_TABLE.c.id).cte("taken"))
+        moved = (move.where(sa.exists(sa.select(taken.c.id)))
+                 .returning(arqs.c.id).cte("moved"))
+        stmt = sa.select(sa.select(sa.func.count()).select_from(moved)
+                         .scalar_subquery())
+    else:
+        sets = ", ".join(f"arqs.{column} = :new_{column}"
+                         for column in columns)
+        checks = " AND ".join(f"deployables.{name} <=> :region_{name}"
+                              for name in checked)
+        stmt = sa.text(_AT_ONCE_MYSQL.format(sets=sets, checks=checks)
+                       ).bindparams(sa.bindparam("allowed", expanding=True))
+    _AT_ONCE[key] = stmt
+    return stmt
+
+
+def binds_at_once(dialect):
+    """Whether :func:`take_free_at_once` can run on this database."""
+    return _skips_locked(dialect)
+
+
+def take_free_at_once(session, move, params, deployable_id, arq_id, region):
+    """:func:`take_free_moving` with ``region``, all or nothing: in one
+    statement, the region's shared lock and its check, the ARQ moved and a
+    handle taken for it, or nothing changed. Safe in autocommit.
+
+    :returns: True when the ARQ moved and holds a handle; False when
+        nothing changed (the region changed, the ARQ is not in a state it
+        may move from, or no handle is free that no other transaction
+        holds).
+    """
+    dialect = session.get_bind().dialect
+    statement, allowed, columns = move
+    checked = tuple(sorted(region))
+    stmt = _at_once_statement(dialect.name, statement, allowed, columns,
+                              checked)
+    params = dict(params, deployable=deployable_id, arq=arq_id,
+                  now=models.utcnow())
+    params.update((f"region_{name}", value)
+                  for name, value in region.items())
+    if dialect.name == "mysql":
+        params["allowed"] = list(allowed)
+        return session.execute(stmt, params).rowcount == 2
+    return session.execute(stmt, params).scalar_one() == 1
+
+
 def release(session, arq_ids):
     """Free the attach handles held by ``arq_ids``; returns how many."""
     if not arq_ids:
