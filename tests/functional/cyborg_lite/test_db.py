@@ -365,6 +365,47 @@ def test_an_instant_bind_waits_for_a_programming_start_and_sees_it(db):
         states.BIND_FAILED, 0)
 
 
+def test_the_one_statement_bind_changes_all_or_nothing(db):
+    """The statement that binds in autocommit checks the region as read,
+    locks the ARQ, takes a handle and moves the ARQ: when any of it
+    cannot be done (the region changed, no handle is free) it changes
+    nothing at all."""
+    if not handle_db.binds_at_once(db.engine.dialect):
+        pytest.skip("one transaction per bind on this database")
+    holders = _profile_and_arqs(db, 4)
+    arq = _profile_and_arqs(db, 1)[0]
+
+    def bind(session, row, region_id, seen):
+        return states.move_at_once(
+            session, row, states.BOUND, region_id, seen,
+            via=states.BIND_STARTED, deployable_id=region_id,
+            hostname="compute-1.example.org",
+            device_rp_uuid=FPGA_REGION0_RP,
+            instance_uuid=str(uuid.uuid4()))
+
+    def state_and_handles(session, arq_id):
+        return (session.get(models.ARQ, arq_id).state,
+                session.execute(sa.select(sa.func.count()).where(
+                    models.AttachHandle.arq_id == arq_id)).scalar_one())
+
+    with db.transaction() as session:
+        region = deployable_db.by_rp(session, FPGA_REGION0_RP)
+        seen = {"state": region.state, "function_id": "nlb3"}  # stale
+        row = session.get(models.ARQ, arq.id)
+        assert bind(session, row, region.id, seen) is False
+        assert state_and_handles(session, arq.id) == (states.INITIAL, 0)
+        seen["function_id"] = region.function_id
+        for holder in holders:  # every handle taken
+            assert handle_db.take_free(session, region.id,
+                                       holder.id) is not None
+        assert bind(session, row, region.id, seen) is False
+        assert state_and_handles(session, arq.id) == (states.INITIAL, 0)
+        handle_db.release(session, [holders[0].id])
+        assert bind(session, row, region.id, seen) is True
+        session.expire_all()
+        assert state_and_handles(session, arq.id) == (states.BOUND, 1)
+
+
 def test_reads_do_not_wait_for_a_writer(db):
     """GETs keep answering while a write transaction holds the lock (on
     sqlite a write takes the whole database)."""
