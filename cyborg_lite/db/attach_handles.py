@@ -117,14 +117,14 @@ _MOVING = {}
 # UPDATE, also at READ COMMITTED), and two binds upgrading theirs on the
 # same handle deadlock.
 _MOVING_MYSQL = (
-    "UPDATE arqs JOIN (SELECT id FROM attach_handles "
+    "UPDATE arqs {joins}JOIN (SELECT id FROM attach_handles "
     "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
     "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick "
     "JOIN attach_handles ON attach_handles.id = pick.id "
     "SET {sets}, attach_handles.in_use = 1, attach_handles.arq_id = :arq, "
     "attach_handles.updated_at = :now "
     "WHERE arqs.id = :arq_id AND arqs.state IN :allowed "
-    "AND attach_handles.in_use = 0")
+    "AND attach_handles.in_use = 0{checks}")
 
 
 _REGIONS = models.Deployable.__table__
@@ -147,6 +147,33 @@ def _region_checked(names):
             .with_for_update(read=True, of=_REGIONS).cte("region"))
 
 
+def _taken_after(before):
+    """PostgreSQL: the CTE that takes the first free handle no other
+    transaction holds, once the CTE ``before`` has a row (the handle's row
+    is locked after what ``before`` locks)."""
+    first_free = (
+        sa.select(_TABLE.c.id)
+        .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+               _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
+               sa.exists(sa.select(before.c.id)))
+        .order_by(_TABLE.c.id).limit(1)
+        .with_for_update(skip_locked=True).scalar_subquery())
+    return (sa.update(_TABLE)
+            .where(_TABLE.c.id == first_free)
+            .values(in_use=True, arq_id=sa.bindparam("arq"),
+                    updated_at=sa.bindparam("now"))
+            .returning(_TABLE.c.id).cte("taken"))
+
+
+def _mysql_statement(columns, joins="", checks=""):
+    """MySQL: :data:`_MOVING_MYSQL` setting the ARQ's ``columns`` from
+    their ``:new_<column>`` parameters."""
+    sets = ", ".join(f"arqs.{column} = :new_{column}" for column in columns)
+    return sa.text(_MOVING_MYSQL.format(
+        sets=sets, joins=joins, checks=checks)).bindparams(
+            sa.bindparam("allowed", expanding=True))
+
+
 def _moving_statement(dialect, move, allowed, columns, checked=()):
     """The statement of :func:`take_free_moving` (one per shape of move,
     built once)."""
@@ -167,27 +194,13 @@ def _moving_statement(dialect, move, allowed, columns, checked=()):
             counts.append(sa.select(sa.func.count()).select_from(region)
                           .scalar_subquery())
         moved = move.returning(move.table.c.id).cte("moved")
-        first_free = (
-            sa.select(_TABLE.c.id)
-            .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
-                   _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
-                   sa.exists(sa.select(moved.c.id)))
-            .order_by(_TABLE.c.id).limit(1)
-            .with_for_update(skip_locked=True).scalar_subquery())
-        taken = (sa.update(_TABLE)
-                 .where(_TABLE.c.id == first_free)
-                 .values(in_use=True, arq_id=sa.bindparam("arq"),
-                         updated_at=sa.bindparam("now"))
-                 .returning(_TABLE.c.id).cte("taken"))
+        taken = _taken_after(moved)
         stmt = sa.select(
             *counts,
             sa.select(sa.func.count()).select_from(moved).scalar_subquery(),
             sa.select(taken.c.id).scalar_subquery())
     else:
-        sets = ", ".join(f"arqs.{column} = :new_{column}"
-                         for column in columns)
-        stmt = sa.text(_MOVING_MYSQL.format(sets=sets)).bindparams(
-            sa.bindparam("allowed", expanding=True))
+        stmt = _mysql_statement(columns)
     _MOVING[key] = stmt
     return stmt
 
@@ -255,22 +268,12 @@ def take_free_moving(session, move, params, deployable_id, arq_id,
     return bool(moved), taken is not None
 
 
-#: MySQL: :func:`take_free_at_once`'s statement: the region and its device
-#: read under shared locks (a multi-table UPDATE's locking read) and
-#: checked, the first free handle no other transaction holds, and the ARQ,
-#: changed together or not at all.
-_AT_ONCE_MYSQL = (
-    "UPDATE arqs JOIN deployables ON deployables.id = :deployable "
-    "JOIN devices ON devices.id = deployables.device_id "
-    "JOIN (SELECT id FROM attach_handles "
-    "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
-    "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) AS pick "
-    "JOIN attach_handles ON attach_handles.id = pick.id "
-    "SET {sets}, attach_handles.in_use = 1, attach_handles.arq_id = :arq, "
-    "attach_handles.updated_at = :now "
-    "WHERE arqs.id = :arq_id AND arqs.state IN :allowed "
-    "AND attach_handles.in_use = 0 AND deployables.retired = 0 "
-    "AND devices.status = 'enabled' AND {checks}")
+#: MySQL: for :func:`take_free_at_once`, :data:`_MOVING_MYSQL` also reads
+#: the region and its device under shared locks (a multi-table UPDATE's
+#: locking read) and checks them.
+_REGION_JOINS_MYSQL = (
+    "JOIN deployables ON deployables.id = :deployable "
+    "JOIN devices ON devices.id = deployables.device_id ")
 
 _AT_ONCE = {}
 
@@ -292,29 +295,17 @@ def _at_once_statement(dialect, move, allowed, columns, checked):
                          arqs.c.state.in_(allowed),
                          sa.exists(sa.select(region.c.id)))
                   .with_for_update().cte("arq"))
-        first_free = (
-            sa.select(_TABLE.c.id)
-            .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
-                   _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
-                   sa.exists(sa.select(locked.c.id)))
-            .order_by(_TABLE.c.id).limit(1)
-            .with_for_update(skip_locked=True).scalar_subquery())
-        taken = (sa.update(_TABLE)
-                 .where(_TABLE.c.id == first_free)
-                 .values(in_use=True, arq_id=sa.bindparam("arq"),
-                         updated_at=sa.bindparam("now"))
-                 .returning(_TABLE.c.id).cte("taken"))
+        taken = _taken_after(locked)
         moved = (move.where(sa.exists(sa.select(taken.c.id)))
                  .returning(arqs.c.id).cte("moved"))
         stmt = sa.select(sa.select(sa.func.count()).select_from(moved)
                          .scalar_subquery())
     else:
-        sets = ", ".join(f"arqs.{column} = :new_{column}"
-                         for column in columns)
-        checks = " AND ".join(f"deployables.{name} <=> :region_{name}"
-                              for name in checked)
-        stmt = sa.text(_AT_ONCE_MYSQL.format(sets=sets, checks=checks)
-                       ).bindparams(sa.bindparam("allowed", expanding=True))
+        stmt = _mysql_statement(
+            columns, joins=_REGION_JOINS_MYSQL,
+            checks="".join(f" AND deployables.{name} <=> :region_{name}"
+                           for name in checked)
+            + " AND deployables.retired = 0 AND devices.status = 'enabled'")
     _AT_ONCE[key] = stmt
     return stmt
 

@@ -250,6 +250,25 @@ def test_concurrent_binds_do_not_deadlock(db):
     assert (outcomes, deadlocks) == ({"bound": 160}, [])
 
 
+def _binding_to_region0(db, arq, outcome, refusal, refused=None):
+    """A started thread binding ``arq`` to region 0 of a new instance: it
+    appends "bound" to ``outcome``, or ``refused`` (the error's message
+    when None) when ``refusal`` is raised."""
+    def bind():
+        try:
+            binding.bind(db, {arq.uuid: {
+                "hostname": "compute-1.example.org",
+                "device_rp_uuid": FPGA_REGION0_RP,
+                "instance_uuid": str(uuid.uuid4())}}, notify=False)
+            outcome.append("bound")
+        except refusal as error:
+            outcome.append(refused or error.message)
+
+    binder = threading.Thread(target=bind)
+    binder.start()
+    return binder
+
+
 class _RollBack(Exception):
     pass
 
@@ -281,23 +300,12 @@ def test_a_bind_waits_for_the_handles_another_transaction_holds(
         except _RollBack:
             pass
 
-    outcome = []
-
-    def bind():
-        try:
-            binding.bind(db, {arq.uuid: {
-                "hostname": "compute-1.example.org",
-                "device_rp_uuid": FPGA_REGION0_RP,
-                "instance_uuid": str(uuid.uuid4())}}, notify=False)
-            outcome.append("bound")
-        except exception.NoFreeAttachHandle:
-            outcome.append("no handle")
-
     holder = threading.Thread(target=hold)
     holder.start()
     assert held.wait(10)
-    binder = threading.Thread(target=bind)
-    binder.start()
+    outcome = []
+    binder = _binding_to_region0(
+        db, arq, outcome, exception.NoFreeAttachHandle, "no handle")
     time.sleep(0.3)
     assert outcome == []  # waiting for the holder
     release.set()
@@ -339,19 +347,8 @@ def test_an_instant_bind_waits_for_a_programming_start_and_sees_it(db):
     programmer.start()
     assert locked.wait(10)
     outcome = []
-
-    def bind():
-        try:
-            binding.bind(db, {arq.uuid: {
-                "hostname": "compute-1.example.org",
-                "device_rp_uuid": FPGA_REGION0_RP,
-                "instance_uuid": str(uuid.uuid4())}}, notify=False)
-            outcome.append("bound")
-        except exception.DeployableNotReady as error:
-            outcome.append(error.message)
-
-    binder = threading.Thread(target=bind)
-    binder.start()
+    binder = _binding_to_region0(db, arq, outcome,
+                                 exception.DeployableNotReady)
     time.sleep(0.3)
     assert outcome == []  # waiting for the programming start
     release.set()
