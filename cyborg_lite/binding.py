@@ -258,7 +258,7 @@ def _bind_verified(session, arq, fields, deployable, device, notify):
         return None
     moved, taken = states.move_taking_handle(
         session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
-        region={name: getattr(deployable, name) for name in _READ_AHEAD},
+        region=_as_read(deployable),
         deployable_id=deployable.id,
         notification="pending" if notify else None, **fields)
     if moved is None:
@@ -296,7 +296,7 @@ def _bind_at_once(session, binds, project_id, notify):
         return None
     if not states.move_at_once(
             session, arq, states.BOUND, deployable.id,
-            {name: getattr(deployable, name) for name in _READ_AHEAD},
+            _as_read(deployable),
             via=states.BIND_STARTED, deployable_id=deployable.id,
             notification="pending" if notify else None, **fields):
         return None
@@ -309,6 +309,12 @@ def _bind_at_once(session, binds, project_id, notify):
 _READ_AHEAD = ("state", "function_id", "bitstream_id", "device_id",
                "assigned_function_id", "assigned_bitstream_id",
                "assigned_until")
+
+
+def _as_read(deployable):
+    """``{column: value}`` of what an instant bind's decision read of
+    ``deployable``, for the statement that binds to check."""
+    return {name: getattr(deployable, name) for name in _READ_AHEAD}
 
 
 def _reserve(session, binds, project_id, programmer, notify,
