@@ -211,9 +211,19 @@ class Programmer:
                 deployable=deployable.uuid, arq=arq.uuid, asked=asked,
                 target=regions.target_text(deployable.target_function_id,
                                            deployable.target_bitstream_id))
-        job = self.begin(session, deployable, device, function_id,
-                          bitstream_id, allowed=(regions.READY,),
-                          arq=arq.uuid)
+        try:
+            job = self.begin(session, deployable, device, function_id,
+                             bitstream_id, allowed=(regions.READY,),
+                             arq=arq.uuid)
+        except prog_exception.RegionBusy:
+            # NOTE(cyborg_lite): read ready before another bind's start of
+            # the same content committed (begin re-read it): join that run.
+            if (deployable.state, deployable.target_function_id,
+                    deployable.target_bitstream_id) == (
+                        regions.PROGRAMMING, function_id, bitstream_id):
+                self.hold(session, arq, deployable)
+                return None
+            raise
         self.hold(session, arq, deployable)
         return job
 

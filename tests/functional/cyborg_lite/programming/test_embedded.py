@@ -14,8 +14,14 @@
 sim driver): the default single-host setup, no broker needed."""
 
 import os
+import uuid
 
+import sqlalchemy as sa
+
+from cyborg_lite import arq_states as states
 from cyborg_lite.agent.drivers import sim
+from cyborg_lite.db import deployables as deployable_db
+from cyborg_lite.db import models
 from tests.functional.cyborg_lite.programming import env
 
 
@@ -116,6 +122,39 @@ def test_second_arq_for_the_same_function_joins_the_run(embedded):
     assert status == 202
     assert {client.wait_resolved(a)["state"] for a in arqs} == {"Bound"}
     assert embedded.region().function_id == "nlb0"
+
+
+def test_a_bind_that_read_the_region_ready_joins_a_run_started_since(
+        embedded):
+    """Two boots of one function reach a ready region at once and both
+    read it ready: the second's programming start finds the first's run
+    begun with what it asks for, and joins it, rather than answer 409
+    "being programmed with nlb3; ARQ asks for nlb3" (a storm of real Nova
+    boots on MariaDB met it)."""
+    (arq_uuid,) = embedded.client.arqs(embedded.client.profile("nlb3"))
+    rp = embedded.rps[0]
+    with embedded.db.transaction() as session:
+        region = deployable_db.by_rp(session, rp)
+        assert region.state == "ready"
+        # NOTE(tests): the first bind's start, committed after this read
+        # (here in the same transaction, unseen by the row already read).
+        session.execute(
+            sa.update(models.Deployable)
+            .where(models.Deployable.id == region.id)
+            .values(state="programming", target_function_id="nlb3")
+            .execution_options(synchronize_session=False))
+        arq = session.execute(sa.select(models.ARQ).where(
+            models.ARQ.uuid == arq_uuid)).scalar_one()
+        states.move(session, arq, states.BIND_STARTED, hostname=embedded.host,
+                    device_rp_uuid=rp, instance_uuid=str(uuid.uuid4()))
+
+        job = embedded.programmer.start(
+            session, arq, region,
+            {"resources:FPGA": "1", "accel:function_id": "nlb3"})
+
+        assert job is None
+        assert session.execute(sa.select(sa.func.count()).where(
+            models.AttachHandle.arq_id == arq.id)).scalar_one() == 1
 
 
 def test_driver_failure_leaves_region_in_error_until_reset(embedded,
