@@ -141,29 +141,22 @@ def _not_moved(session, arq, target, allowed):
 
 
 def move_taking_handle(session, arq, target, handle_of, via=None,
-                       region=None, **values):
+                       **values):
     """:func:`move` ``arq`` and take a free attach handle of the
     deployable whose id is ``handle_of`` for it
     (:func:`.attach_handles.take_free`), in one statement where the
     database allows it: one round trip less for each instant bind.
 
-    :param region: ``{column: value}`` of that deployable as read without
-        a lock: the statement takes its shared lock and does nothing when
-        it changed (:func:`.attach_handles.take_free_moving`).
     :returns: ``(moved, taken)``: ``moved`` as :func:`move` answers;
         ``taken`` whether a handle was taken (False when none is free; the
-        caller's transaction must then roll the move back); ``(None,
-        None)`` with ``region`` when nothing was done (the region changed,
-        or the database cannot check it in the same statement).
+        caller's transaction must then roll the move back).
     :raises ARQBadState: as :func:`move`.
     """
     allowed, stmt, params, values = _move(arq, target, via, values)
     outcome = handle_db.take_free_moving(
         session, (stmt, allowed, tuple(sorted(values))), params, handle_of,
-        arq.id, region=region)
+        arq.id)
     if outcome is handle_db.UNTRIED:
-        if region is not None:
-            return None, None
         moved = move(session, arq, target, via=via, **values)
         return moved, moved and handle_db.take_free(
             session, handle_of, arq.id) is not None
@@ -176,8 +169,10 @@ def move_taking_handle(session, arq, target, handle_of, via=None,
 
 def move_at_once(session, arq, target, handle_of, region, via=None,
                  **values):
-    """:func:`move_taking_handle` with ``region``, all or nothing
-    (:func:`.attach_handles.take_free_at_once`): safe in autocommit.
+    """:func:`move_taking_handle`, all or nothing, the deployable's shared
+    lock taken and its ``region`` values (as read without a lock) checked
+    in the same statement (:func:`.attach_handles.take_free_at_once`):
+    safe in autocommit.
 
     :returns: True when ``arq`` moved and holds a handle, False when
         nothing changed.

@@ -225,10 +225,6 @@ def _bind_instantly(session, arq, fields, deployable, notify):
         session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
         deployable_id=deployable.id,
         notification="pending" if notify else None, **fields)
-    return _bound_instantly(arq, fields, deployable, moved, taken)
-
-
-def _bound_instantly(arq, fields, deployable, moved, taken):
     if not moved:
         if _is_repeat(arq, fields):
             return False
@@ -244,26 +240,19 @@ def _bind_verified(session, arq, fields, deployable, device, notify):
     """Bind ``arq`` to a free handle of ``deployable``, read without a
     lock and found ready to serve it, in one statement that takes the
     shared lock on the region's row and checks it still holds what the
-    decision read (its state, contents and keep, its device enabled).
+    decision read (:func:`.arq_states.move_at_once`).
 
-    :returns: True when bound, False for an identical repeat (as
-        :func:`_bind_instantly`), None when nothing was done: the region
-        was read under its lock already, is not ready, changed since it
-        was read, or the database cannot do it in one statement (the
-        caller then locks it and decides again).
-    :raises: as :func:`_bind_instantly`.
+    :returns: True when bound; None when nothing was done: the region was
+        read under its lock already, is not ready, changed since it was
+        read, the ARQ was not bindable, no free handle was unheld, or the
+        database cannot do it in one statement (the caller then locks the
+        region and decides again).
     """
     if (deployable.state != regions.READY or device.status != "enabled"
+            or not handle_db.checks_region(session)
             or deployable_db.is_share_locked(session, deployable.id)):
         return None
-    moved, taken = states.move_taking_handle(
-        session, arq, states.BOUND, deployable.id, via=states.BIND_STARTED,
-        region=_as_read(deployable),
-        deployable_id=deployable.id,
-        notification="pending" if notify else None, **fields)
-    if moved is None:
-        return None
-    return _bound_instantly(arq, fields, deployable, moved, taken)
+    return _bound_at_once(session, arq, fields, deployable, notify) or None
 
 
 def _bind_at_once(session, binds, project_id, notify):
@@ -294,14 +283,17 @@ def _bind_at_once(session, binds, project_id, notify):
             or deployable.state != regions.READY
             or device.status != "enabled"):
         return None
-    if not states.move_at_once(
-            session, arq, states.BOUND, deployable.id,
-            _as_read(deployable),
-            via=states.BIND_STARTED, deployable_id=deployable.id,
-            notification="pending" if notify else None, **fields):
+    if not _bound_at_once(session, arq, fields, deployable, notify):
         return None
     return ([arq.uuid], [None], {deployable.id},
             [_served_lock(served, deployable)])
+
+
+def _bound_at_once(session, arq, fields, deployable, notify):
+    return states.move_at_once(
+        session, arq, states.BOUND, deployable.id, _as_read(deployable),
+        via=states.BIND_STARTED, deployable_id=deployable.id,
+        notification="pending" if notify else None, **fields)
 
 
 #: the region's columns an instant bind's decision read (what

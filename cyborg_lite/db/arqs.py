@@ -264,13 +264,17 @@ def for_bind(session, uuids, instances, project_id=None):
         {"uuids": uuids[0] if single else uuids,
          "instances": instances[0] if single else instances,
          "project": project_id}).all()
-    wanted = set(uuids)
-    found = [(arq, groups[arq.device_profile_group_id])
-             for arq, groups in rows if arq.uuid in wanted and (
-                 project_id is None or arq.project_id == project_id)]
+    return _found_and_others(rows, set(uuids), project_id)
+
+
+def _found_and_others(rows, wanted, project_id):
+    """:func:`for_bind`'s answer from its ``(arq, groups, ...)`` rows."""
+    found = [(row[0], row[1][row[0].device_profile_group_id])
+             for row in rows if row[0].uuid in wanted and (
+                 project_id is None or row[0].project_id == project_id)]
     found_ids = {arq.id for arq, _ in found}
     others = {}
-    for arq, _ in rows:
+    for arq, *_ in rows:
         if arq.id not in found_ids:  # NOTE(cyborg_lite): of the instances
             others.setdefault(arq.instance_uuid, []).append(arq)
     return found, others
@@ -290,14 +294,10 @@ def for_bind_with_region(session, arq_uuid, instance, rp_uuid,
         _FOR_BIND_WITH_REGION[project_id is not None],
         {"uuids": arq_uuid, "instances": instance, "project": project_id,
          "rp": rp_uuid}).all()
-    found, others, region = [], {}, (None, None)
-    for arq, groups, deployable, device in rows:
-        if arq.uuid == arq_uuid and (project_id is None
-                                     or arq.project_id == project_id):
-            found.append((arq, groups[arq.device_profile_group_id]))
-            region = (deployable, device)
-        else:
-            others.setdefault(arq.instance_uuid, []).append(arq)
+    found, others = _found_and_others(rows, {arq_uuid}, project_id)
+    asked = {arq for arq, _ in found}
+    region = next((tuple(row[2:]) for row in rows if row[0] in asked),
+                  (None, None))
     return found, others, region
 
 

@@ -38,33 +38,39 @@ _TAKE_FIRST_MYSQL = sa.text(
     "updated_at = :now, id = LAST_INSERT_ID(id) "
     "WHERE deployable_id = :deployable AND in_use = 0 AND retired = 0 "
     "ORDER BY id LIMIT 1")
-#: PostgreSQL: the first free handle no other transaction holds.
-_FIRST_FREE_UNLOCKED_PG = (
-    sa.select(_TABLE.c.id)
-    .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
-           _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False))
-    .order_by(_TABLE.c.id).limit(1)
-    .with_for_update(skip_locked=True).scalar_subquery())
-_TAKE_FIRST_PG = (
-    sa.update(_TABLE)
-    .where(_TABLE.c.id == _FIRST_FREE_UNLOCKED_PG)
-    .values(in_use=True, arq_id=sa.bindparam("arq"),
-            updated_at=sa.bindparam("now"))
-    .returning(_TABLE.c.id))
 
+
+def _take_first_pg(*conditions):
+    """PostgreSQL: take the first free handle no other transaction holds
+    (and that ``conditions`` allow); returns its id."""
+    first_free = (
+        sa.select(_TABLE.c.id)
+        .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
+               _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
+               *conditions)
+        .order_by(_TABLE.c.id).limit(1)
+        .with_for_update(skip_locked=True).scalar_subquery())
+    return (sa.update(_TABLE)
+            .where(_TABLE.c.id == first_free)
+            .values(in_use=True, arq_id=sa.bindparam("arq"),
+                    updated_at=sa.bindparam("now"))
+            .returning(_TABLE.c.id))
+
+
+_TAKE_FIRST_PG = _take_first_pg()
 
 #: :func:`_take_first` (or :func:`take_free_moving`) did not try.
-UNTRIED = _UNTRIED = object()
+UNTRIED = object()
 
 
 def _take_first(session, deployable_id, arq_id):
     """Take the first free handle in one statement: its id, None when none
-    is free; :data:`_UNTRIED` on sqlite, or when the free handles are all
+    is free; :data:`UNTRIED` on sqlite, or when the free handles are all
     held by concurrent transactions on PostgreSQL (the caller then waits
     for them the slow way)."""
     dialect = session.get_bind().dialect.name
     if dialect not in ("mysql", "postgresql"):
-        return _UNTRIED
+        return UNTRIED
     params = {"deployable": deployable_id, "arq": arq_id,
               "now": models.utcnow()}
     if dialect == "mysql":
@@ -74,7 +80,7 @@ def _take_first(session, deployable_id, arq_id):
         result = session.execute(_TAKE_FIRST_MYSQL, params)
         return result.lastrowid if result.rowcount == 1 else None
     taken = session.execute(_TAKE_FIRST_PG, params).scalar_one_or_none()
-    return _UNTRIED if taken is None else taken
+    return UNTRIED if taken is None else taken
 
 
 def take_free(session, deployable_id, arq_id, attempts=8):
@@ -91,7 +97,7 @@ def take_free(session, deployable_id, arq_id, attempts=8):
     :returns: the id of the handle taken, or None when none is free.
     """
     taken = _take_first(session, deployable_id, arq_id)
-    if taken is not _UNTRIED:
+    if taken is not UNTRIED:
         return taken
     return _take_candidate(session, deployable_id, arq_id, attempts)
 
@@ -151,18 +157,7 @@ def _taken_after(before):
     """PostgreSQL: the CTE that takes the first free handle no other
     transaction holds, once the CTE ``before`` has a row (the handle's row
     is locked after what ``before`` locks)."""
-    first_free = (
-        sa.select(_TABLE.c.id)
-        .where(_TABLE.c.deployable_id == sa.bindparam("deployable"),
-               _TABLE.c.in_use.is_(False), _TABLE.c.retired.is_(False),
-               sa.exists(sa.select(before.c.id)))
-        .order_by(_TABLE.c.id).limit(1)
-        .with_for_update(skip_locked=True).scalar_subquery())
-    return (sa.update(_TABLE)
-            .where(_TABLE.c.id == first_free)
-            .values(in_use=True, arq_id=sa.bindparam("arq"),
-                    updated_at=sa.bindparam("now"))
-            .returning(_TABLE.c.id).cte("taken"))
+    return _take_first_pg(sa.exists(sa.select(before.c.id))).cte("taken")
 
 
 def _mysql_statement(columns, joins="", checks=""):
@@ -174,29 +169,20 @@ def _mysql_statement(columns, joins="", checks=""):
             sa.bindparam("allowed", expanding=True))
 
 
-def _moving_statement(dialect, move, allowed, columns, checked=()):
+def _moving_statement(dialect, move, allowed, columns):
     """The statement of :func:`take_free_moving` (one per shape of move,
     built once)."""
-    key = (dialect, allowed, columns, checked)
+    key = (dialect, allowed, columns)
     stmt = _MOVING.get(key)
     if stmt is not None:
         return stmt
     if dialect == "postgresql":
         # NOTE(cyborg_lite): the sub-statements of a WITH run on one
-        # snapshot. Each step waits for the one before (in the free
-        # handle's subquery, so that its row is locked last, as a bind in
-        # several statements locks them): the region's shared lock, then
-        # the ARQ's row, then a handle.
-        counts = []
-        if checked:
-            region = _region_checked(checked)
-            move = move.where(sa.exists(sa.select(region.c.id)))
-            counts.append(sa.select(sa.func.count()).select_from(region)
-                          .scalar_subquery())
+        # snapshot; the handle is taken (its row locked last, as a bind in
+        # several statements locks them) only when the ARQ row was moved.
         moved = move.returning(move.table.c.id).cte("moved")
         taken = _taken_after(moved)
         stmt = sa.select(
-            *counts,
             sa.select(sa.func.count()).select_from(moved).scalar_subquery(),
             sa.select(taken.c.id).scalar_subquery())
     else:
@@ -217,50 +203,39 @@ def _skips_locked(dialect):
 
 
 def checks_region(session):
-    """Whether :func:`take_free_moving` can check a region read without a
-    lock (PostgreSQL)."""
+    """Whether a transaction's bind is best made by
+    :func:`take_free_at_once` on a region read without a lock
+    (PostgreSQL: on MySQL its locks come in another order than a
+    programming start's)."""
     return session.get_bind().dialect.name == "postgresql"
 
 
-def take_free_moving(session, move, params, deployable_id, arq_id,
-                     region=None):
+def take_free_moving(session, move, params, deployable_id, arq_id):
     """Run a conditional ``UPDATE`` of one ARQ and take a free handle of
     ``deployable_id`` for that ARQ when it moved, in one statement.
 
     :param move: ``(statement, allowed states, columns set)`` of the
         UPDATE (:func:`cyborg_lite.arq_states.move`), ``params`` its
         parameters.
-    :param region: ``{column: value}`` of the region as the caller read
-        it without a lock: the statement then also takes the region's
-        shared lock, and does nothing unless the region still holds
-        these values, is live and its device enabled (PostgreSQL only).
     :returns: ``(moved, taken)``, as booleans; :data:`UNTRIED` when
         nothing was done: on sqlite (and a MySQL without ``SKIP LOCKED``),
-        with ``region`` on MySQL or when the region changed, and on MySQL
-        when the statement matched nothing (the caller then runs the two
-        statements, which tell why, and wait for the handles other
-        transactions hold).
+        and on MySQL when the statement matched nothing (the caller then
+        runs the two statements, which tell why, and wait for the handles
+        other transactions hold).
     """
     dialect = session.get_bind().dialect
-    if not _skips_locked(dialect) or (
-            region is not None and not checks_region(session)):
+    if not _skips_locked(dialect):
         return UNTRIED
     dialect = dialect.name
     statement, allowed, columns = move
-    checked = tuple(sorted(region or ()))
-    stmt = _moving_statement(dialect, statement, allowed, columns, checked)
+    stmt = _moving_statement(dialect, statement, allowed, columns)
     params = dict(params, deployable=deployable_id, arq=arq_id,
                   now=models.utcnow())
     if dialect == "mysql":
         params["allowed"] = list(allowed)
         return (True, True) if session.execute(stmt, params).rowcount \
             else UNTRIED
-    params.update((f"region_{name}", value)
-                  for name, value in (region or {}).items())
-    row = session.execute(stmt, params).one()
-    if checked and not row[0]:
-        return UNTRIED
-    moved, taken = row[-2:]
+    moved, taken = session.execute(stmt, params).one()
     if moved and taken is None:
         # NOTE(cyborg_lite): none free, or every free one held by another
         # transaction (SKIP LOCKED): wait for those the slow way.
