@@ -139,11 +139,16 @@ class Address:
         return all(self._parts[f] in (ANY, fields[f]) for f in _FIELDS)
 
 
-def _normalized(kind, value, standard, normalize):
+def _normalized(kind, value, standard):
+    """A standard name as it is, else Nova's custom spelling: upper case,
+    runs of other characters ``_``, ``CUSTOM_`` prefixed unless there."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidSpec(f"{kind} must be a non-empty string")
     value = value.strip()
-    return value if value in standard else normalize(value)
+    if value in standard:
+        return value
+    name = re.sub(r"[^A-Z0-9_]+", "_", value.upper())
+    return name if name.startswith("CUSTOM_") else f"CUSTOM_{name}"
 
 
 def _standard_traits():
@@ -182,16 +187,14 @@ class DeviceSpec:
         self.resource_class = None
         if "resource_class" in spec:
             self.resource_class = _normalized(
-                "resource_class", spec["resource_class"], orc.STANDARDS,
-                orc.normalize_name)
+                "resource_class", spec["resource_class"], orc.STANDARDS)
         self.traits = ()
         if "traits" in spec:
             if not isinstance(spec["traits"], str):
                 raise InvalidSpec("traits must be a comma separated string")
             standard = _standard_traits()
             self.traits = tuple(sorted({
-                _normalized("traits", name, standard,
-                            os_traits.normalize_name)
+                _normalized("traits", name, standard)
                 for name in spec["traits"].split(",") if name.strip()}))
         self.device_type = spec.get("device_type")
         if (self.device_type is not None

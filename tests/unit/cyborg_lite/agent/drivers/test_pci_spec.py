@@ -104,10 +104,12 @@ def test_resource_class_and_traits_normalized_as_nova_does():
     spec = _one({"resource_class": "my gpu", "traits":
                  "HW_GPU_API_VULKAN,my-awesome-gpu"})
     standard = _one({"resource_class": "PGPU"})
+    custom = _one({"resource_class": "CUSTOM_QAT_VF"})
 
     assert spec.resource_class == "CUSTOM_MY_GPU"
     assert spec.traits == ("CUSTOM_MY_AWESOME_GPU", "HW_GPU_API_VULKAN")
     assert standard.resource_class == "PGPU"
+    assert custom.resource_class == "CUSTOM_QAT_VF"
 
 
 @pytest.mark.parametrize("value, expected", [
