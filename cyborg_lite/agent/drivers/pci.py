@@ -240,6 +240,20 @@ class PciDriver(base.AcceleratorDriver):
                 "pci_address": owner, "program_mode": "single",
                 "regions": [region]}
 
+    def _note_pf(self, bdf, spec, vfs, matched):
+        """A PF with VFs enabled runs them: it is never handed over whole.
+        Expected (INFO) when its VFs match; a warning when none does."""
+        reason = (f"PCI function {bdf} matches [pci] device_spec {spec} "
+                  f"but is not handed over: it is a PF with {len(vfs)} "
+                  f"VF(s) enabled")
+        if any(vf in matched for vf in vfs):
+            self._note(f"{reason}; its VFs are handed over instead",
+                       level=logging.INFO)
+        else:
+            self._note(f"{reason} and no spec matches its VFs (match the "
+                       f"VFs' product_id, or set sriov_numvfs to 0 to hand "
+                       f"over the whole PF)")
+
     def discover(self):
         """The matching functions as PCI attach handles, grouped by PF.
 
@@ -254,10 +268,7 @@ class PciDriver(base.AcceleratorDriver):
         for bdf, (spec, physfn) in sorted(matched.items()):
             vfs = self.sysfs.virtual_functions(bdf)
             if physfn is None and vfs:
-                self._note(f"PCI function {bdf} matches [pci] device_spec "
-                           f"{spec} but is not handed over: it is a PF with "
-                           f"{len(vfs)} VF(s) enabled, its VFs are handed "
-                           f"over instead", level=logging.INFO)
+                self._note_pf(bdf, spec, vfs, matched)
                 continue
             reason = self._in_use(bdf)
             if reason:

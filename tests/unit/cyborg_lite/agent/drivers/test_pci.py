@@ -138,6 +138,18 @@ def test_discover_connectx5_vf_with_up_netdev_refused(tmp_path, caplog):
     assert "its netdev ens41f0v1 is up" in line
 
 
+def test_discover_pf_with_vfs_never_whole(tmp_path, caplog):
+    driver = _host(tmp_path, pci_host.CONNECTX5,
+                   [{"product_id": "1017", "physical_network": "physnet1"}])
+
+    assert driver.discover() == []
+    assert len(_warnings(caplog)) == 2
+    assert ("0000:5f:00.0 matches [pci] device_spec {\"physical_network\": "
+            "\"physnet1\", \"product_id\": \"1017\"} but is not handed "
+            "over: it is a PF with 3 VF(s) enabled and no spec matches its "
+            "VFs") in _warnings(caplog)[0]
+
+
 def test_discover_connectx5_by_pf_devname(tmp_path):
     driver = _host(tmp_path, pci_host.CONNECTX5,
                    [{"devname": "ens41f1np1", "physical_network": "tenant"}])
