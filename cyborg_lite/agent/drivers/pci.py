@@ -101,8 +101,8 @@ class PciDriver(base.AcceleratorDriver):
         for name in names:
             source = f"/dev/{name}"
             if source in mounts:
-                return f"its block device {name} is mounted on " \
-                       f"{mounts[source]}"
+                return (f"its block device {name} is mounted on "
+                        f"{mounts[source]}")
             if source in swaps:
                 return f"its block device {name} is used as swap"
             try:

@@ -28,6 +28,7 @@ Parsing is pure: each bad value gives one message naming what is wrong
 (:class:`InvalidSpec`), never an exception out of the driver.
 """
 
+import copy
 import json
 import re
 
@@ -221,9 +222,8 @@ class DeviceSpec:
     def resolved(self, bdf):
         """This spec with its ``devname`` replaced by the address of the
         function that has the netdev."""
-        spec = object.__new__(DeviceSpec)
-        spec.__dict__.update(self.__dict__, devname=None,
-                             address=Address(bdf))
+        spec = copy.copy(self)
+        spec.devname, spec.address = None, Address(bdf)
         return spec
 
     def match(self, bdf, vendor_id, product_id, physfn=None):
