@@ -13,16 +13,21 @@
 """A host whose GPU, NIC and QAT card Ironic reported without handles: the
 real agent (``pci`` driver, over the in-process transport) finds them on
 the host's sysfs, rendered from recordings of real hardware, and the
-inventory document gets every attach handle; no inventory file by hand."""
+inventory document gets every attach handle, stored with the physnet Nova
+reads for a NIC VF; no inventory file by hand."""
 
 import json
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
 from accel_common import inventory
+from cyborg_lite import binding
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service
+from cyborg_lite.db import models
+from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite.inventory import handle_discovery
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 from tests.unit.cyborg_lite.agent.drivers import pci_host
@@ -115,6 +120,27 @@ def test_agent_fills_gpu_nic_vf_and_qat_vf_handles(agent):
     assert handles["qat0"][0] == ("0000:f3:00.1", None)
     assert handles["qat1"] == [(f"0000:f7:00.{f}", None) for f in (1, 2, 3)]
     assert inventory.validate(filled) == filled
+
+
+def test_stored_vf_handles_give_nova_their_physnet(agent, db):
+    conf, api = agent
+    filled, _ = handle_discovery.fill_handles(_document(conf.agent.host),
+                                              api)
+
+    inventory_apply.apply_document(db, filled)
+
+    def infos(session):
+        rows = session.scalars(sa.select(models.AttachHandle).order_by(
+            models.AttachHandle.pci_address)).all()
+        return {row.pci_address: binding.attach_handle_info(row)
+                for row in rows}
+    stored = db.read(infos)
+    assert len(stored) == 1 + 6 + 16 + 3
+    # What Nova's libvirt driver reads to bind a port to a VF.
+    assert stored["0000:5f:00.6"] == {
+        "domain": "0000", "bus": "5f", "device": "00", "function": "6",
+        "physical_network": "physnet2"}
+    assert "physical_network" not in stored[GPU]
 
 
 def test_agent_with_a_bad_spec_still_answers(agent):
