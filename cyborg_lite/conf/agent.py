@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[agent]``: the host agent, its drivers and the RPC between API and agent.
+"""``[agent]`` and ``[pci]``: the host agent, its drivers and the RPC
+between API and agent.
 
 ``[DEFAULT] transport_url`` and ``control_exchange`` are oslo.messaging's own
 options (published by oslo-config-generator's ``oslo.messaging`` namespace);
@@ -27,6 +28,7 @@ from oslo_config import cfg
 from oslo_messaging import opts as messaging_opts
 
 GROUP = "agent"
+PCI_GROUP = "pci"
 
 #: The in-process oslo.messaging transport: API and agent in one process.
 EMBEDDED_TRANSPORT_URL = "fake://"
@@ -45,7 +47,7 @@ agent_opts = [
         default=[],
         help="Accelerator drivers this agent loads (entry points of the "
              "cyborg_lite.drivers group): intel_opae, xilinx_xrt, "
-             "nvidia_mdev, or sim (simulated devices, for the demo and "
+             "nvidia_mdev, pci, or sim (simulated devices, for the demo and "
              "tests). Each device is served by the first driver that "
              "discovers it. None by default: the drivers are those of the "
              "host's hardware, named by the deployer."),
@@ -130,10 +132,38 @@ agent_opts = [
         help="Seconds a vendor tool may run before it is considered hung."),
 ]
 
+pci_opts = [
+    cfg.MultiStrOpt(
+        "device_spec",
+        default=[],
+        help="pci driver: the PCI functions this host hands over whole, "
+             "in the syntax of Nova's [pci] device_spec: each value a JSON "
+             "object (or a list of them) with vendor_id, product_id, "
+             "address (glob or regular expressions) or devname, and the "
+             "tags physical_network, resource_class, traits; device_type "
+             "(GPU, NIC, QAT, ...) overrides the type the PCI class gives. "
+             "A spec naming one PF's address also matches its VFs. Repeat "
+             "the option for several specs. Example: {\"vendor_id\": "
+             "\"15b3\", \"product_id\": \"1018\", \"physical_network\": "
+             "\"physnet1\"}. A spec that is malformed or matches nothing, "
+             "and a matching function the host uses, are logged and give no "
+             "handle."),
+    cfg.ListOpt(
+        "physical_device_mappings",
+        default=[],
+        help="pci driver: <physical_network>:<PF netdev> items, as the "
+             "Neutron SR-IOV agent's [sriov_nic] physical_device_mappings: "
+             "the physical network of the VFs of that PF when their device "
+             "spec names none. Nova needs one on every NIC VF to bind a "
+             "port, so a NIC VF with neither is not offered."),
+]
+
 
 def register_opts(conf):
-    """Register ``[agent]`` and oslo.messaging's ``[DEFAULT]`` options."""
+    """Register ``[agent]``, ``[pci]`` and oslo.messaging's ``[DEFAULT]``
+    options."""
     conf.register_opts(agent_opts, group=GROUP)
+    conf.register_opts(pci_opts, group=PCI_GROUP)
     for group, opts in messaging_opts.list_opts():
         if group is None:
             conf.register_opts(opts)
@@ -155,4 +185,4 @@ def register_opts(conf):
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
-    return [(GROUP, agent_opts)]
+    return [(GROUP, agent_opts), (PCI_GROUP, pci_opts)]

@@ -147,3 +147,62 @@ class Sysfs:
             return os.path.basename(os.readlink(path))
         except OSError:
             return None
+
+    def pci_functions(self):
+        """BDFs of every PCI function the host has, sorted."""
+        try:
+            names = os.listdir(self.path("bus", "pci", "devices"))
+        except FileNotFoundError:
+            return []
+        return sorted(n.lower() for n in names if PCI_ADDRESS.match(n))
+
+    def pci_attr(self, pci_address, *parts, default=None):
+        """Stripped content of ``<function>/<parts>``, ``default`` when
+        absent (e.g. ``pci_attr(bdf, "class")``)."""
+        return self.read(os.path.join(self.pci_device(pci_address), *parts),
+                         default)
+
+    def driver(self, pci_address):
+        """Name of the kernel driver bound to a function, None when none."""
+        return self.link_name(os.path.join(self.pci_device(pci_address),
+                                           "driver"))
+
+    def iommu_group(self, pci_address):
+        """The function's IOMMU group number, None without an IOMMU."""
+        return self.link_name(os.path.join(self.pci_device(pci_address),
+                                           "iommu_group"))
+
+    def iommu_group_members(self, group):
+        """BDFs of the functions in an IOMMU group, sorted."""
+        try:
+            names = os.listdir(self.path("kernel", "iommu_groups", group,
+                                         "devices"))
+        except FileNotFoundError:
+            return []
+        return sorted(n.lower() for n in names if PCI_ADDRESS.match(n))
+
+    def netdevs(self, pci_address):
+        """Names of the network interfaces of a function, sorted."""
+        try:
+            return sorted(os.listdir(os.path.join(
+                self.pci_device(pci_address), "net")))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def block_devices(self, pci_address):
+        """Block devices (disks and partitions) below a function, sorted."""
+        class_dir = self.path("class", "block")
+        try:
+            names = os.listdir(class_dir)
+        except FileNotFoundError:
+            return []
+        below = f"/{pci_address.lower()}/"
+        found = []
+        for name in names:
+            try:
+                target = os.readlink(os.path.join(class_dir, name))
+            except OSError:
+                continue
+            if below in target.lower():
+                found.append(name)
+        return sorted(found)

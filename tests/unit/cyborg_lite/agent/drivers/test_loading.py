@@ -20,9 +20,9 @@ from cyborg_lite.agent.drivers import base
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 
 
-def test_all_four_drivers_are_installed():
-    assert drivers.available() == ["intel_opae", "nvidia_mdev", "sim",
-                                   "xilinx_xrt"]
+def test_all_five_drivers_are_installed():
+    assert drivers.available() == ["intel_opae", "nvidia_mdev", "pci",
+                                   "sim", "xilinx_xrt"]
 
 
 def test_enabled_drivers_load_in_order(tmp_path):
@@ -42,5 +42,5 @@ def test_unknown_driver_names_the_installed_ones():
 
     with pytest.raises(exception.DriverNotFound,
                        match="'fake_driver' is not installed .*intel_opae, "
-                             "nvidia_mdev, sim, xilinx_xrt"):
+                             "nvidia_mdev, pci, sim, xilinx_xrt"):
         drivers.load_enabled(conf)
