@@ -297,22 +297,32 @@ def _describe_device(node_uuid, device_id, device_type, proc, device,
     }
 
 
+def _is_sriov_nic(reading):
+    return reading.adapter.sriov_capable or any(
+        f.offers_virtual_functions for f in reading.device_functions)
+
+
 def build_document(node_uuid, host, processors, pcie, firmware_inventory,
-                   now=None):
+                   now=None, network_adapters=()):
     """Build and validate the inventory document.
 
     Every accelerator Processor becomes a device, with what the BMC says
     about it: its PCIe function (address, vendor and product ids) when one
     is linked or links back, else none of those (the host agent completes
-    them in-band, doc/source/architecture.rst). PCIe devices no processor
-    claims become devices only when their PCI class says accelerator (3D
-    controller, processing accelerator). What is left out is logged.
+    them in-band, doc/source/architecture.rst). Every network adapter with
+    SR-IOV becomes a NIC device, its physical function's address and ids
+    when the BMC gives them (never its virtual functions: those are the
+    host agent's). PCIe devices neither claims become devices only when
+    their PCI class says accelerator (3D controller, processing
+    accelerator). What is left out is logged.
 
     :param node_uuid: the Ironic node uuid.
     :param host: the compute host name the document names.
     :param processors: accelerator Processors (gateway objects).
     :param pcie: ``(PCIeDevice, [PCIeFunction])`` pairs.
     :param firmware_inventory: SoftwareInventory members.
+    :param network_adapters: network adapters as read
+        (:data:`ironic_accel.redfish.inventory.NetworkAdapterReading`).
     :returns: the document (doc/source/architecture.rst), of the lowest
         schema version that holds it
         (:func:`accel_common.inventory.version_for`).
@@ -339,6 +349,18 @@ def build_document(node_uuid, host, processors, pcie, firmware_inventory,
                      {"node": node_uuid, "uri": proc.path,
                       "what": ", ".join(missing)})
         devices.append(entry)
+    for reading in network_adapters:
+        adapter = reading.adapter
+        if not _is_sriov_nic(reading):
+            LOG.debug("Node %(node)s: network adapter %(uri)s reports no "
+                      "SR-IOV; left out", {"node": node_uuid,
+                                           "uri": adapter.path})
+            continue
+        claimed.update(uri.rstrip("/") for uri in reading.pcie_device_uris)
+        devices.append(_describe_device(
+            node_uuid, _unique_id(adapter, used), "NIC", None, adapter,
+            reading.pcie_functions,
+            versions.get(adapter.path.rstrip("/"), (None, None))[1]))
     for device, functions in pcie:
         if device.path.rstrip("/") in claimed:
             continue
@@ -473,10 +495,11 @@ def read_document(node):
     """
     processors = redfish_inventory.get_accelerator_processors(node)
     pcie = redfish_inventory.get_pcie_devices(node, processors)
+    adapters = redfish_inventory.get_network_adapters(node)
     firmware = (redfish_inventory.get_firmware_inventory(node)
-                if processors or pcie else [])
+                if processors or pcie or adapters else [])
     return build_document(node.uuid, compute_host(node), processors, pcie,
-                          firmware)
+                          firmware, network_adapters=adapters)
 
 
 def report_to_placement(node, document):

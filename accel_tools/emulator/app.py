@@ -32,9 +32,11 @@ import uuid
 import flask
 from werkzeug import exceptions as wz_exc
 
+from accel_tools.emulator import devices
 from accel_tools.emulator import exception
 from accel_tools.emulator import faults
 from accel_tools.emulator import images
+from accel_tools.emulator import network
 from accel_tools.emulator import resources as res
 from accel_tools.emulator import state as st
 
@@ -144,7 +146,10 @@ def get_processors(sid):
 
 
 def get_processor(sid, did):
-    return _reply(res.processor(sid, _state().device(sid, did)))
+    dev = _state().device(sid, did)
+    if devices.is_nic(dev):
+        raise exception.NotFound("Processor %s of system %s" % (did, sid))
+    return _reply(res.processor(sid, dev))
 
 
 def _fpga(sid, did):
@@ -193,6 +198,22 @@ def get_pcie_function(sid, did, fid):
         if str(fn["id"]) == fid:
             return _reply(res.pcie_function(sid, dev, fn))
     raise exception.NotFound("PCIe function %s of %s" % (fid, did))
+
+
+def get_network_adapters(sid):
+    return _reply(network.adapter_collection(sid, _state().system(sid)))
+
+
+def get_network_adapter(sid, did):
+    return _reply(network.adapter(sid, _state().nic(sid, did)))
+
+
+def get_network_device_functions(sid, did):
+    return _reply(network.device_function_collection(sid, _state().nic(sid, did)))
+
+
+def get_network_device_function(sid, did, fid):
+    return _reply(network.device_function(sid, _state().nic(sid, did), fid))
 
 
 def get_managers():
@@ -430,6 +451,12 @@ ROUTES = [
     (V1 + "/Chassis/<sid>/PCIeDevices/<did>", "GET", get_pcie_device),
     (V1 + "/Chassis/<sid>/PCIeDevices/<did>/PCIeFunctions", "GET", get_pcie_functions),
     (V1 + "/Chassis/<sid>/PCIeDevices/<did>/PCIeFunctions/<fid>", "GET", get_pcie_function),
+    (V1 + "/Chassis/<sid>/NetworkAdapters", "GET", get_network_adapters),
+    (V1 + "/Chassis/<sid>/NetworkAdapters/<did>", "GET", get_network_adapter),
+    (V1 + "/Chassis/<sid>/NetworkAdapters/<did>/NetworkDeviceFunctions", "GET",
+     get_network_device_functions),
+    (V1 + "/Chassis/<sid>/NetworkAdapters/<did>/NetworkDeviceFunctions/<fid>", "GET",
+     get_network_device_function),
     (V1 + "/Managers", "GET", get_managers),
     (V1 + "/Managers/<mid>", "GET", get_manager),
     (V1 + "/UpdateService", "GET", get_update_service),

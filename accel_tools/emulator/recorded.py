@@ -21,7 +21,9 @@ Redfish-Mockup-Creator and Redfish-Mockup-Server): the resource at
 - :func:`record` reads from a BMC what accelerator discovery reads (the
   service root, every System with its Processors and their acceleration
   functions, the PCIe devices and functions a System lists, a Processor links
-  or a linked Chassis holds, the UpdateService with its FirmwareInventory)
+  or a linked Chassis holds, the network adapters of a linked Chassis and of
+  the chassis it contains with their network device functions and PCIe
+  functions, the UpdateService with its FirmwareInventory)
   and writes it in that layout, with credentials removed
   (:func:`scrub`), so that an operator can send the shape of a BMC back;
 - :func:`load_tree` reads a recording;
@@ -195,10 +197,28 @@ def record(url, directory, username=None, password=None, verify=True, timeout=30
         for function in _links((device.get("Links") or {}).get("PCIeFunctions")):
             load(function)
 
-    def chassis(uri):
+    def network_adapter(uri):
+        adapter = load(uri) or {}
+        functions = members(_oid(adapter.get("NetworkDeviceFunctions")))
+        for controller in adapter.get("Controllers") or []:
+            links = controller.get("Links") or {} if isinstance(controller, dict) else {}
+            functions.extend(_links(links.get("NetworkDeviceFunctions")))
+            for device in _links(links.get("PCIeDevices")):
+                pcie_device(device)
+        for function in functions:
+            links = (load(function) or {}).get("Links") or {}
+            for pcie in _links(links.get("PCIeFunction")):
+                load(pcie)
+
+    def chassis(uri, contained=True):
         body = load(uri) or {}
         for device in members(_oid(body.get("PCIeDevices"))):
             pcie_device(device)
+        for adapter in members(_oid(body.get("NetworkAdapters"))):
+            network_adapter(adapter)
+        if contained:
+            for inner in _links((body.get("Links") or {}).get("Contains")):
+                chassis(inner, contained=False)
 
     root = load(V1)
     if root is None:

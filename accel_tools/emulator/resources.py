@@ -22,6 +22,8 @@ SoftwareInventory, Task).
 
 import json
 
+from accel_tools.emulator import devices
+from accel_tools.emulator import exception
 from accel_tools.emulator import state as st
 
 V1 = "/redfish/v1"
@@ -58,6 +60,14 @@ def processor_uri(sid, did):
 
 def chassis_uri(sid):
     return "%s/Chassis/%s" % (V1, sid)
+
+
+def network_adapters_uri(sid):
+    return "%s/NetworkAdapters" % chassis_uri(sid)
+
+
+def network_adapter_uri(sid, did):
+    return "%s/%s" % (network_adapters_uri(sid), did)
 
 
 def pcie_device_uri(sid, did):
@@ -158,7 +168,8 @@ def system(sid, rec):
 def processor_collection(sid, rec):
     return _collection("ProcessorCollection", system_uri(sid) + "/Processors",
                        "Processors Collection",
-                       [processor_uri(sid, d["id"]) for d in rec["devices"]])
+                       [processor_uri(sid, d["id"]) for d in rec["devices"]
+                        if not devices.is_nic(d)])
 
 
 def processor(sid, dev):
@@ -258,6 +269,7 @@ def chassis(sid):
         "Manufacturer": "ironic-accel",
         "Status": _OK,
         "PCIeDevices": _link(uri + "/PCIeDevices"),
+        "NetworkAdapters": _link(network_adapters_uri(sid)),
         "Links": {"ComputerSystems": [_link(system_uri(sid))],
                   "ManagedBy": [_link("%s/Managers/%s" % (V1, MANAGER_ID))]},
     }
@@ -323,9 +335,18 @@ def pcie_function(sid, dev, fn):
         "FunctionNumber": "0x%02x" % int(func_no),
         "Enabled": True,
         "Status": _OK,
-        "Links": {"PCIeDevice": _link(pcie_device_uri(sid, dev["id"])),
-                  "Processors": [_link(processor_uri(sid, dev["id"]))]},
+        "Links": _function_links(sid, dev, fn),
     }
+
+
+def _function_links(sid, dev, fn):
+    links = {"PCIeDevice": _link(pcie_device_uri(sid, dev["id"]))}
+    if not devices.is_nic(dev):
+        links["Processors"] = [_link(processor_uri(sid, dev["id"]))]
+    elif fn["type"] == "Physical":
+        links["NetworkDeviceFunctions"] = [_link("%s/NetworkDeviceFunctions/%s" % (
+            network_adapter_uri(sid, dev["id"]), fn["id"]))]
+    return links
 
 
 def manager_collection():
@@ -423,6 +444,13 @@ def inventory_components(data):
     return components
 
 
+def component_uri(sid, dev):
+    """The resource a device's firmware belongs to: Processor or NetworkAdapter."""
+    if devices.is_nic(dev):
+        return network_adapter_uri(sid, dev["id"])
+    return processor_uri(sid, dev["id"])
+
+
 def firmware_inventory_collection(data):
     return _collection("SoftwareInventoryCollection", V1 + "/UpdateService/FirmwareInventory",
                        "Firmware Inventory Collection",
@@ -440,7 +468,7 @@ def software_inventory(data, sid, cid):
     else:
         dev = next(d for d in data["systems"][sid]["devices"] if d["id"] == cid)
         version, maker = dev["firmware_version"], dev["manufacturer"]
-        related, name = processor_uri(sid, cid), "%s %s firmware" % (maker, dev["model"])
+        related, name = component_uri(sid, dev), "%s %s firmware" % (maker, dev["model"])
     return {
         "@odata.type": "#SoftwareInventory.v1_2_0.SoftwareInventory",
         "@odata.id": inventory_uri(sid, cid),
@@ -489,14 +517,21 @@ def task(state, rec):
         "Messages": rec["messages"],
         "Payload": {"TargetUri": V1 + "/UpdateService/Actions/UpdateService.SimpleUpdate",
                     "HttpOperation": "POST",
-                    "JsonBody": _json_body(rec)},
+                    "JsonBody": _json_body(state, rec)},
     }
 
 
-def _json_body(rec):
-    return json.dumps({"ImageURI": rec["image_uri"],
-                       "Targets": [processor_uri(s, d) if d not in ("BMC", "BIOS")
-                                   else inventory_uri(s, d) for s, d in rec["targets"]]})
+def _json_body(state, rec):
+    targets = []
+    for sid, did in rec["targets"]:
+        if did in ("BMC", "BIOS"):
+            targets.append(inventory_uri(sid, did))
+        else:
+            try:
+                targets.append(component_uri(sid, state.device(sid, did)))
+            except exception.NotFound:
+                targets.append(processor_uri(sid, did))
+    return json.dumps({"ImageURI": rec["image_uri"], "Targets": targets})
 
 
 def session_service():

@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 
+from accel_tools.emulator import devices
 from accel_tools.emulator import exception
 from accel_tools.emulator import images
 
@@ -41,21 +42,9 @@ DEFAULT_TASK_SECONDS = 2.0
 #: Fixed namespace for the uuids the emulator derives (systems, slots).
 UUID_NAMESPACE = uuid.UUID("0d3f4a52-9a51-5c1e-8a43-bb1e3a0c7e11")
 
-#: Redfish ProcessorType values a device may have.
-DEVICE_TYPES = ("CPU", "GPU", "FPGA", "DSP", "Accelerator", "OEM")
 #: Progress lines are added to a running task's Messages at these percents.
 PROGRESS_MILESTONES = (25, 50, 75)
 MAX_RECORDED_REQUESTS = 1000
-
-_ID_RE = re.compile(r"^[A-Za-z0-9_.]+$")
-_HEX_RE = re.compile(r"^0x[0-9a-fA-F]{4}$")
-_PCI_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-1][0-9a-f]\.[0-7]$")
-
-_CLASS_CODES = {
-    "GPU": ("0x030200", "DisplayController"),
-    "DSP": ("0x118000", "SignalProcessingController"),
-}
-_DEFAULT_CLASS = ("0x120000", "ProcessingAccelerators")
 
 FAULT_DEFAULTS = {
     "task_exception": False,
@@ -65,105 +54,6 @@ FAULT_DEFAULTS = {
 }
 
 
-def default_devices():
-    """The device inventory of a system whose state names none."""
-    return [
-        {"id": "CPU0", "type": "CPU", "manufacturer": "Intel(R) Corporation",
-         "model": "Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz"},
-        {"id": "FPGA0", "type": "FPGA", "manufacturer": "Intel",
-         "model": "PAC Arria10", "vendor_id": "0x8086", "device_id": "0x0b30",
-         "pci_address": "0000:5e:00.0", "firmware_version": "2.0.1",
-         "firmware_id": "PAC-A10-FIM",
-         "slots": [{"id": "0"}, {"id": "1"}]},
-        {"id": "GPU0", "type": "GPU", "manufacturer": "NVIDIA",
-         "model": "Tesla T4", "vendor_id": "0x10de", "device_id": "0x1eb8",
-         "pci_address": "0000:af:00.0", "firmware_version": "90.04.38.00.03"},
-    ]
-
-
-def _require(cond, message):
-    if not cond:
-        raise ValueError(message)
-
-
-def normalize_device(spec, where="device"):
-    """Validate a device description and fill in its defaults.
-
-    :param spec: a dict as documented in README.rst ("Device inventory").
-    :param where: names the device in error messages.
-    :returns: a new, complete dict.
-    :raises: ValueError naming the bad field.
-    """
-    _require(isinstance(spec, dict), "%s: must be a JSON object" % where)
-    dev = copy.deepcopy(spec)
-    did = dev.get("id")
-    _require(isinstance(did, str) and _ID_RE.match(did),
-             "%s: id must match %s, got %r" % (where, _ID_RE.pattern, did))
-    where = "device %s" % did
-    _require(dev.get("type") in DEVICE_TYPES,
-             "%s: type must be one of %s, got %r"
-             % (where, ", ".join(DEVICE_TYPES), dev.get("type")))
-    dev.setdefault("manufacturer", "Emulated")
-    dev.setdefault("model", "Emulated %s" % dev["type"])
-    if dev["type"] == "CPU":
-        return dev
-    for field in ("vendor_id", "device_id"):
-        _require(isinstance(dev.get(field), str) and _HEX_RE.match(dev[field]),
-                 "%s: %s must look like 0x8086, got %r" % (where, field, dev.get(field)))
-        dev[field] = dev[field].lower()
-    _require(isinstance(dev.get("pci_address"), str) and _PCI_RE.match(dev["pci_address"]),
-             "%s: pci_address must look like 0000:5e:00.0, got %r"
-             % (where, dev.get("pci_address")))
-    dev.setdefault("firmware_version", "1.0.0")
-    _require(isinstance(dev["firmware_version"], str) and dev["firmware_version"],
-             "%s: firmware_version must be a non-empty string" % where)
-    dev.setdefault("firmware_id", None)
-    class_code, device_class = _CLASS_CODES.get(dev["type"], _DEFAULT_CLASS)
-    functions = dev.setdefault("functions", [{"id": 0}])
-    _require(isinstance(functions, list) and functions,
-             "%s: functions must be a non-empty list" % where)
-    domain, bus, rest = dev["pci_address"].split(":")
-    slot_no = rest.split(".")[0]
-    for n, fn in enumerate(functions):
-        _require(isinstance(fn, dict) and isinstance(fn.get("id"), int)
-                 and 0 <= fn["id"] <= 255,
-                 "%s: functions[%d].id must be an integer 0-255" % (where, n))
-        fn.setdefault("type", "Physical" if fn["id"] == 0 else "Virtual")
-        _require(fn["type"] in ("Physical", "Virtual"),
-                 "%s: functions[%d].type must be Physical or Virtual" % (where, n))
-        fn.setdefault("class_code", class_code)
-        fn.setdefault("device_class", device_class)
-        fn.setdefault("device_id", dev["device_id"])
-        fn.setdefault("pci_address", "%s:%s:%s.%d" % (domain, bus, slot_no, fn["id"] % 8))
-        _require(_PCI_RE.match(fn["pci_address"]),
-                 "%s: functions[%d].pci_address is malformed" % (where, n))
-    slots = dev.setdefault("slots", [])
-    _require(isinstance(slots, list), "%s: slots must be a list" % where)
-    _require(not slots or dev["type"] == "FPGA",
-             "%s: only an FPGA has reconfiguration slots" % where)
-    seen = set()
-    for n, slot in enumerate(slots):
-        _require(isinstance(slot, dict) and isinstance(slot.get("id"), str)
-                 and _ID_RE.match(slot["id"]) and slot["id"] not in seen,
-                 "%s: slots[%d].id must be a unique string matching %s"
-                 % (where, n, _ID_RE.pattern))
-        seen.add(slot["id"])
-        slot.setdefault("function_id", None)
-        slot.setdefault("function_version", None)
-        slot.setdefault("programmable_from_host", True)
-    return dev
-
-
-def normalize_devices(specs, system_id):
-    """Validate the device list of one system (ids must be unique)."""
-    _require(isinstance(specs, list), "system %s: devices must be a list" % system_id)
-    devices = [normalize_device(s, "system %s devices[%d]" % (system_id, n))
-               for n, s in enumerate(specs)]
-    ids = [d["id"] for d in devices]
-    _require(len(ids) == len(set(ids)), "system %s: device ids must be unique" % system_id)
-    return devices
-
-
 def new_system(system_id):
     """A fresh system record with the default devices."""
     return {
@@ -171,7 +61,7 @@ def new_system(system_id):
         "power_state": "On",
         "boot": {"target": "None", "enabled": "Disabled", "mode": "UEFI"},
         "bios_version": "U46 v2.10 (05/17/2024)",
-        "devices": normalize_devices(default_devices(), system_id),
+        "devices": devices.normalize_devices(devices.default_devices(), system_id),
     }
 
 
@@ -208,7 +98,7 @@ class State:
             base = new_system(sid)
             if system:
                 base.update(system)
-                base["devices"] = normalize_devices(base["devices"], sid)
+                base["devices"] = devices.normalize_devices(base["devices"], sid)
             self.data["systems"][sid] = base
         self.save()
 
@@ -275,12 +165,19 @@ class State:
                 return dev
         raise exception.NotFound("Processor %s of system %s" % (device_id, system_id))
 
+    def nic(self, system_id, device_id):
+        """One NIC (network adapter) of a system; raises NotFound."""
+        dev = self.device(system_id, device_id)
+        if not devices.is_nic(dev):
+            raise exception.NotFound("NetworkAdapter %s of system %s" % (device_id, system_id))
+        return dev
+
     def set_devices(self, system_id, specs):
         """Replace the device inventory of a system (creating the system)."""
-        devices = normalize_devices(specs, system_id)
+        normalized = devices.normalize_devices(specs, system_id)
         with self._lock:
             system = self.data["systems"].setdefault(system_id, new_system(system_id))
-            system["devices"] = devices
+            system["devices"] = normalized
             self.save()
 
     def reset_system(self, system_id, reset_type):
@@ -408,21 +305,24 @@ class State:
     def resolve_target(self, uri):
         """Map a SimpleUpdate target URI to ``(system id, component id)``.
 
-        Accepts a Processor URI or a FirmwareInventory member URI; the
-        component id is a device id, ``BIOS`` or ``BMC``.
+        Accepts a Processor URI, a NetworkAdapter URI (a NIC) or a
+        FirmwareInventory member URI; the component id is a device id,
+        ``BIOS`` or ``BMC``.
         :raises: BadRequest naming the target.
         """
         path = uri.rstrip("/") if isinstance(uri, str) else ""
         if "://" in path:
             path = "/" + path.split("://", 1)[1].split("/", 1)[-1]
-        m = re.match(r"^/redfish/v1/Systems/([^/]+)/Processors/([^/]+)$", path)
+        m = (re.match(r"^/redfish/v1/Systems/([^/]+)/Processors/([^/]+)$", path)
+             or re.match(r"^/redfish/v1/Chassis/([^/]+)/NetworkAdapters/([^/]+)$", path))
+        by_resource = bool(m)
         if m:
             sid, did = m.groups()
         else:
             m = re.match(r"^/redfish/v1/UpdateService/FirmwareInventory/([^/]+)$", path)
             if not m:
                 raise exception.BadRequest(
-                    "Target %r is not a Processor or FirmwareInventory URI" % uri,
+                    "Target %r is not a Processor, NetworkAdapter or FirmwareInventory URI" % uri,
                     "ActionParameterValueNotInList",
                     [str(uri), "Targets", "UpdateService.SimpleUpdate"])
             if m.group(1) == "BMC":
@@ -434,6 +334,10 @@ class State:
                 return sid, "BIOS"
             dev = self.device(sid, did)
         except exception.NotFound:
+            raise exception.BadRequest("Target %s does not exist" % uri,
+                             "ActionParameterValueNotInList",
+                             [str(uri), "Targets", "UpdateService.SimpleUpdate"])
+        if by_resource and devices.is_nic(dev) != ("/NetworkAdapters/" in path):
             raise exception.BadRequest("Target %s does not exist" % uri,
                              "ActionParameterValueNotInList",
                              [str(uri), "Targets", "UpdateService.SimpleUpdate"])

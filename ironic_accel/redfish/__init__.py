@@ -17,8 +17,10 @@
   translation of sushy errors (every BMC request goes through
   :func:`.client.call`);
 * :mod:`.fields`: what sushy does not declare (the Processor ``FPGA``
-  object, AccelerationFunction, ...), as sushy ``Field`` declarations;
-* :mod:`.inventory`: processors, PCIe devices and the firmware inventory;
+  object, AccelerationFunction, a NetworkAdapter's SR-IOV capabilities,
+  ...), as sushy ``Field`` declarations;
+* :mod:`.inventory`: processors, PCIe devices, network adapters and the
+  firmware inventory;
 * :mod:`.update`: the update methods and what a BMC offers of them;
 * :mod:`.tasks`: polling and cancelling the BMC's task;
 * :mod:`.private_api`: the one use of sushy's private names (a raw-body

@@ -16,7 +16,11 @@ The Processor ``FPGA`` object (DMTF Processor v1_4 and later), the
 AccelerationFunction resource, ``Processor.FirmwareVersion`` and the
 processor's links to its chassis and PCIe device and functions are declared
 as sushy ``Field``s (a Processor subclass), each with its docstring, as
-sushy declares its own (``sushy/resources/system/processor.py``).
+sushy declares its own (``sushy/resources/system/processor.py``). So are
+the SR-IOV capabilities of a NetworkAdapter's controllers and their links,
+and a NetworkDeviceFunction's
+``VirtualFunctionsEnabled`` and ``Links.PCIeFunction`` (sushy declares
+NetworkAdapter v1_3 and NetworkDeviceFunction v1_3 without them).
 """
 
 import enum
@@ -25,6 +29,8 @@ from sushy import utils as sushy_utils
 from sushy.resources import base
 from sushy.resources.system import constants as sys_cons
 from sushy.resources.system import processor
+from sushy.resources.system.network import adapter
+from sushy.resources.system.network import device_function
 
 from ironic_accel.redfish import private_api
 
@@ -209,3 +215,141 @@ class AcceleratorProcessorCollection(processor.ProcessorCollection):
         return AcceleratorProcessor
 
 
+
+
+class SRIOVField(base.CompositeField):
+    """``VirtualizationOffload.SRIOV`` of a network controller."""
+
+    sriov_enabled = base.Field('SRIOVEnabled',
+                               adapter=sushy_utils.bool_or_none)
+    """Whether SR-IOV is enabled for the controller (NetworkAdapter
+    v1_12 and later)."""
+
+    vepa_capable = base.Field('SRIOVVEPACapable',
+                              adapter=sushy_utils.bool_or_none)
+    """Whether the controller supports SR-IOV in VEPA mode."""
+
+
+class VirtualFunctionField(base.CompositeField):
+    """``VirtualizationOffload.VirtualFunction`` of a network controller."""
+
+    device_max_count = base.Field('DeviceMaxCount',
+                                  adapter=sushy_utils.int_or_none)
+    """The most virtual functions the controller supports."""
+
+    network_port_max_count = base.Field('NetworkPortMaxCount',
+                                        adapter=sushy_utils.int_or_none)
+    """The most virtual functions per network port."""
+
+
+class VirtualizationOffloadField(base.CompositeField):
+    """A network controller's virtualization offload capabilities."""
+
+    sriov = SRIOVField('SRIOV')
+    """The SR-IOV capabilities, if reported."""
+
+    virtual_function = VirtualFunctionField('VirtualFunction')
+    """The virtual function capabilities, if reported."""
+
+
+class ControllerCapabilitiesField(base.CompositeField):
+    """``Controllers[].ControllerCapabilities`` of a NetworkAdapter."""
+
+    network_port_count = base.Field('NetworkPortCount',
+                                    adapter=sushy_utils.int_or_none)
+    """The number of physical ports of the controller."""
+
+    virtualization_offload = VirtualizationOffloadField(
+        'VirtualizationOffload')
+    """SR-IOV and virtual function capabilities."""
+
+
+class NetworkControllerListField(adapter.ControllersListField):
+    """One network controller (ASIC) of a NetworkAdapter."""
+
+    controller_capabilities = ControllerCapabilitiesField(
+        'ControllerCapabilities')
+    """What the controller can do."""
+
+    pcie_device_uris = base.Field(['Links', 'PCIeDevices'], adapter=link_uris,
+                                  default=[])
+    """The PCIe devices of the controller."""
+
+    network_device_function_uris = base.Field(
+        ['Links', 'NetworkDeviceFunctions'], adapter=link_uris, default=[])
+    """The network device functions of the controller."""
+
+
+def _positive(value):
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and value > 0
+
+
+class NetworkAdapter(adapter.NetworkAdapter):
+    """sushy's NetworkAdapter plus its controllers' SR-IOV capabilities and
+    links."""
+
+    controllers = NetworkControllerListField('Controllers', default=[])
+    """The network controllers (ASICs) of the adapter."""
+
+    @property
+    def firmware_version(self):
+        """The first controller's ``FirmwarePackageVersion``, or None."""
+        for controller in self.controllers or []:
+            if controller.firmware_package_version:
+                return controller.firmware_package_version
+        return None
+
+    @property
+    def pcie_device_uris(self):
+        """The PCIe devices every controller links, in order, once each."""
+        found = []
+        for controller in self.controllers or []:
+            found.extend(u for u in controller.pcie_device_uris
+                         if u not in found)
+        return found
+
+    @property
+    def sriov_capable(self):
+        """True when a controller says it can offer virtual functions.
+
+        ``VirtualFunction.DeviceMaxCount`` above 0, ``SRIOV.SRIOVEnabled``
+        or ``SRIOV.SRIOVVEPACapable``; an ``SRIOV`` object alone is not
+        enough (a BMC reports ``SRIOVVEPACapable: false`` and no count for
+        a NIC without SR-IOV).
+        """
+        for controller in self.controllers or []:
+            capabilities = controller.controller_capabilities
+            offload = (capabilities.virtualization_offload
+                       if capabilities is not None else None)
+            if offload is None:
+                continue
+            vf = offload.virtual_function
+            if vf is not None and _positive(vf.device_max_count):
+                return True
+            sriov = offload.sriov
+            if sriov is not None and (sriov.sriov_enabled
+                                      or sriov.vepa_capable):
+                return True
+        return False
+
+
+class NetworkDeviceFunction(device_function.NetworkDeviceFunction):
+    """sushy's NetworkDeviceFunction plus its SR-IOV state and PCIe link."""
+
+    device_enabled = base.Field('DeviceEnabled',
+                                adapter=sushy_utils.bool_or_none)
+    """Whether the function is enabled (the OS sees no disabled one)."""
+
+    virtual_functions_enabled = base.Field(
+        'VirtualFunctionsEnabled', adapter=sushy_utils.bool_or_none)
+    """Whether SR-IOV virtual functions are enabled for this function."""
+
+    pcie_function_uri = base.Field(['Links', 'PCIeFunction', '@odata.id'])
+    """The PCIeFunction of this network device function, if linked."""
+
+    @property
+    def offers_virtual_functions(self):
+        """True when the function has or may enable virtual functions."""
+        return bool(self.virtual_functions_enabled) or _positive(
+            self.max_virtual_functions)

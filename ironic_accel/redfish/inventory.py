@@ -10,9 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Reading a node's accelerators from its BMC: processors, PCIe devices and
-the firmware inventory, wherever the BMC puts them, and tying firmware
-inventory members to the processors they belong to."""
+"""Reading a node's accelerators from its BMC: processors, PCIe devices,
+network adapters and the firmware inventory, wherever the BMC puts them,
+and tying firmware inventory members to the processors they belong to."""
 
 import collections
 import re
@@ -225,6 +225,98 @@ def get_pcie_devices(node, processors=()):
             known.add(uri.rstrip('/'))
         return found
     return bmc.call(node, None, "GET PCIeDevices", read)
+
+
+#: A network adapter as read: the adapter (:class:`fields.NetworkAdapter`),
+#: its network device functions, the PCIe functions they link or its
+#: controllers' PCIe devices hold, and the URIs of those PCIe devices.
+NetworkAdapterReading = collections.namedtuple(
+    'NetworkAdapterReading',
+    ['adapter', 'device_functions', 'pcie_functions', 'pcie_device_uris'])
+
+
+def _resource(cls, client, uri):
+    return cls(client.connector, uri,
+               redfish_version=client.root.redfish_version,
+               registries=client.root.lazy_registries, root=client.root)
+
+
+def _members(client, node, path):
+    if not path:
+        return []
+    body = bmc.optional(node, f"GET {path}", bmc.get_json, client, path)
+    return fields.uris((body or {}).get('Members'))
+
+
+def _read_adapter(client, node, adapter):
+    ndf_uris = _members(client, node, (adapter.json.get(
+        'NetworkDeviceFunctions') or {}).get('@odata.id'))
+    for controller in adapter.controllers or []:
+        ndf_uris.extend(u for u in controller.network_device_function_uris
+                        if u not in ndf_uris)
+    device_functions = [f for f in (
+        bmc.optional(node, f"GET {uri}", _resource,
+                     fields.NetworkDeviceFunction, client, uri)
+        for uri in ndf_uris) if f is not None]
+    functions, device_uris = {}, list(adapter.pcie_device_uris)
+    for uri in device_uris:
+        device = bmc.optional(node, f"GET {uri}", _pcie_device, client, uri)
+        if device is not None:
+            for function in _functions_of(client, node, device):
+                functions.setdefault(function.path.rstrip('/'), function)
+    for ndf in device_functions:
+        uri = ndf.pcie_function_uri
+        if not uri or uri.rstrip('/') in functions:
+            continue
+        function = bmc.optional(node, f"GET {uri}", _pcie_function, client,
+                                uri)
+        if function is not None:
+            functions[uri.rstrip('/')] = function
+        device_uri = _function_device_uri(uri)
+        if device_uri and device_uri not in device_uris:
+            device_uris.append(device_uri)
+    return NetworkAdapterReading(adapter, device_functions,
+                                 list(functions.values()), device_uris)
+
+
+def get_network_adapters(node):
+    """The network adapters of the chassis the node's System links.
+
+    The adapters of each chassis in the System's ``Links.Chassis`` and of
+    the chassis those contain (``Links.Contains``: a SmartNIC card is often
+    a chassis of its own inside the server's), each with its network device
+    functions and PCIe functions (see :data:`NetworkAdapterReading`).
+    Whether an adapter is an SR-IOV NIC is for the caller to decide.
+
+    :returns: a list of :data:`NetworkAdapterReading`; empty when the BMC
+        lists no network adapters.
+    :raises: AcceleratorBMCError, BMCUnavailable.
+    """
+    def read(client):
+        system = bmc.system(client, node)
+        queue = [(uri, True) for uri in fields.link_uris(
+            (system.json.get('Links') or {}).get('Chassis'))]
+        bodies, seen, readings = [], set(), []
+        while queue:
+            uri, linked = queue.pop(0)
+            if uri.rstrip('/') in seen:
+                continue
+            seen.add(uri.rstrip('/'))
+            body = bmc.optional(node, f"GET {uri}", bmc.get_json, client,
+                                uri) or {}
+            bodies.append(body)
+            if linked:
+                queue.extend((inner, False) for inner in fields.link_uris(
+                    (body.get('Links') or {}).get('Contains')))
+        for body in bodies:
+            for uri in _members(client, node, (body.get(
+                    'NetworkAdapters') or {}).get('@odata.id')):
+                adapter = bmc.optional(node, f"GET {uri}", _resource,
+                                       fields.NetworkAdapter, client, uri)
+                if adapter is not None:
+                    readings.append(_read_adapter(client, node, adapter))
+        return readings
+    return bmc.call(node, None, "GET NetworkAdapters", read)
 
 
 def get_firmware_inventory(node):

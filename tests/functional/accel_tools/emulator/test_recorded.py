@@ -124,6 +124,26 @@ def test_real_ironic_reads_recorded_bmc_shapes(baremetal, tmp_path):
         "0x2330", "96.00.74.00.1C")
 
 
+def test_real_ironic_reads_recorded_sriov_nics(baremetal, tmp_path):
+    # DMTF public-smartnic: two adapters with one Id, each in a card chassis
+    # the server's chassis contains, reporting virtual functions.
+    smartnic = Replay(os.path.join(DATA, "dmtf-public-smartnic"), tmp_path)
+    try:
+        node = _manage(baremetal, smartnic, "437XR1138R2")
+    finally:
+        smartnic.stop()
+    assert node.provision_state == "manageable", node.last_error
+    devices = _devices(node)
+    assert {k: (d["type"], d["redfish_uri"], d["firmware_version"],
+                d["regions"][0]["resource_class"])
+            for k, d in devices.items()} == {
+        "conto2550": ("NIC", "/redfish/v1/Chassis/Card1/NetworkAdapters/Slot1", "8.11.0",
+                      "CUSTOM_NIC"),
+        "conto2550-2": ("NIC", "/redfish/v1/Chassis/Card2/NetworkAdapters/Slot2", "8.11.0",
+                        "CUSTOM_NIC")}
+    assert "CUSTOM_ACCEL_NIC" in node.traits
+
+
 def _run(*args, **env):
     return subprocess.run([sys.executable, "-m", "accel_tools.emulator.main", *args],
                           capture_output=True, text=True, timeout=120,

@@ -92,6 +92,28 @@ def test_record_follows_what_discovery_reads(served, tmp_path):
     assert summary["failed"] == {} and summary["removed"] == {}
 
 
+def test_record_follows_network_adapters_of_contained_chassis(tmp_path):
+    tree = recorded.load_tree(os.path.join(DATA, "dmtf-public-smartnic"))
+    server = serving.make_server("127.0.0.1", 0, recorded.create_app(tree), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        summary = recorded.record("http://127.0.0.1:%d" % server.port, str(tmp_path))
+    finally:
+        server.shutdown()
+        server.server_close()
+    recording = recorded.load_tree(str(tmp_path))
+    # NOTE(emulator): Card2 is only in 1U's Links.Contains, not in the
+    # Chassis collection.
+    for path in ("/redfish/v1/Chassis/Card2/NetworkAdapters/Slot2",
+                 "/redfish/v1/Chassis/Card2/NetworkAdapters/Slot2/NetworkDeviceFunctions/"
+                 "SC2KP2F0",
+                 "/redfish/v1/Chassis/Card1/NetworkAdapters/Slot1/NetworkDeviceFunctions/"
+                 "SC2KP1F0"):
+        assert recording[path] == tree[path]
+    assert summary["failed"] == {}
+
+
 def test_record_names_what_the_bmc_did_not_serve(tmp_path):
     tree = recorded.load_tree(os.path.join(DATA, "project-spellings"))
     del tree["/redfish/v1/Chassis/1/PCIeDevices/Slot4"]
