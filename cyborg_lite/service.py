@@ -35,6 +35,7 @@ from oslo_log import log
 from sqlalchemy.engine import url as sa_url
 
 from cyborg_lite import conf as conf_mod
+from cyborg_lite import log_limits
 
 PROJECT = "cyborg_lite"
 #: the environment variable naming the configuration (see module doc).
@@ -160,6 +161,7 @@ def prepare(argv, conf=None, default_config_files=None,
         raise SystemExit(2)
     if setup_logging:
         log.setup(conf, PROJECT)
+        log_limits.install()
     line = (f"{prog or conf.prog or PROJECT}: "
             f"{describe(conf, database_optional)}")
     if announce is None:

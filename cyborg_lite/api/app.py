@@ -136,7 +136,11 @@ def create_app(conf, db=None, programmer=DEFAULT, notifier=None):
     :returns: a Flask app (a WSGI application).
     """
     api_conf.service_token_roles(conf)  # refuse to start on a conflict
-    db = db or db_engine.Database.from_conf(conf)
+    # NOTE(cyborg_lite): a WSGI worker builds this at its first request;
+    # waiting there for a database that is down (oslo.db's start-up
+    # retries, up to 100 s) would hold that request and the worker. Each
+    # request answers 503 with Retry-After instead while it is down.
+    db = db or db_engine.Database.from_conf(conf, wait_for_database=False)
     guard = schema_mod.Guard(db.engine)
     notifier = notifier or notifier_mod.NovaNotifier(conf, db)
     periodics = None

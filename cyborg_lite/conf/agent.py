@@ -76,7 +76,7 @@ agent_opts = [
              "must fail the bind quickly, not hang it."),
     cfg.StrOpt(
         "sim_state_dir",
-        default="/var/lib/cyborg-lite/sim",
+        default="/var/lib/cyborg_lite/sim",
         help="sim driver: directory holding one JSON file per simulated "
              "device (written atomically)."),
     cfg.StrOpt(
@@ -96,7 +96,7 @@ agent_opts = [
              "run time; its content becomes the error message."),
     cfg.StrOpt(
         "image_catalog_dir",
-        default="/var/lib/cyborg-lite/images",
+        default="/var/lib/cyborg_lite/images",
         help="Standalone image catalog (used when [glance] is not "
              "configured): a directory with index.json listing images "
              "(id, function_id, file, sha256) and the image files."),

@@ -505,12 +505,20 @@ class Database:
             jitter=True)(self._once)
 
     @classmethod
-    def from_conf(cls, conf):
+    def from_conf(cls, conf, wait_for_database=True):
         """The database named by ``[database] connection``, with the
-        other ``[database]`` options oslo.db defines."""
+        other ``[database]`` options oslo.db defines.
+
+        :param wait_for_database: connect now, retrying as ``[database]
+            max_retries`` and ``retry_interval`` say (oslo.db's start-up
+            check); False: connect at the first statement, whose failure
+            the caller answers (an API worker answers 503).
+        """
         group = conf.database
-        return cls(group.connection,
-                   {name: group[name] for name in DEFAULTS})
+        options = {name: group[name] for name in DEFAULTS}
+        if not wait_for_database:
+            options["max_retries"] = 0
+        return cls(group.connection, options)
 
     def sync(self):
         """Bring the schema to the newest migration."""

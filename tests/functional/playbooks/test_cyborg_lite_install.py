@@ -54,6 +54,7 @@ def _host(tmp_path, built, virtualenv, **host_vars):
         "cyborg_lite_sudoers_validate": False,
         "cyborg_lite_auth_strategy": "noauth",
         "cyborg_lite_agent_host": "controller-0.test",
+        "cyborg_lite_agent_drivers": ["sim"],
     }, **host_vars)
 
 

@@ -15,14 +15,18 @@ the real services read and run."""
 
 import configparser
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import requests
 
 from accel_tools.embedded.common import free_port
+from tests.fixtures import rabbitmq
 from tests.functional.playbooks import ansible_runner
 
 
@@ -90,7 +94,8 @@ def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
         cyborg_lite_sudoers_validate=False,
         cyborg_lite_auth_strategy="noauth",
         cyborg_lite_api_bind_host="127.0.0.1", cyborg_lite_api_port=port,
-        cyborg_lite_api_workers=2, cyborg_lite_agent_host="compute-0.test")
+        cyborg_lite_api_workers=2, cyborg_lite_agent_host="compute-0.test",
+        cyborg_lite_agent_drivers=["sim"])
     inventory = ansible_runner.write_inventory(tmp_path / "hosts.yml", {
         "cyborg_lite_api": {"hosts": {"controller-0": host}},
         "cyborg_lite_agent": {"hosts": {"controller-0": {}}}})
@@ -143,3 +148,75 @@ def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
     finally:
         server.terminate()
         server.wait(15)
+
+
+def _agent_only_host(tmp_path, **host_vars):
+    return _local_host(
+        cyborg_lite_install=False, cyborg_lite_create_user=False,
+        cyborg_lite_user="root", cyborg_lite_group="root",
+        cyborg_lite_manage_services=False,
+        cyborg_lite_virtualenv=sys.prefix,
+        cyborg_lite_config_dir=str(tmp_path / "etc"),
+        cyborg_lite_state_dir=str(tmp_path / "state"),
+        cyborg_lite_systemd_dir=str(tmp_path),
+        cyborg_lite_sudoers_dir=str(tmp_path),
+        cyborg_lite_sudoers_validate=False, **host_vars)
+
+
+def test_cyborg_lite_role_refuses_an_agent_without_drivers(tmp_path):
+    inventory = ansible_runner.write_inventory(tmp_path / "hosts.yml", {
+        "cyborg_lite_agent": {"hosts": {"compute-0": _agent_only_host(
+            tmp_path)}}})
+
+    result = ansible_runner.run_playbook("cyborg-lite.yml", inventory,
+                                         tmp_path)
+
+    assert result.returncode != 0
+    assert "name the drivers of its hardware" in result.output
+    assert not (tmp_path / "etc" / "cyborg_lite.conf").exists()
+
+
+def test_cyborg_lite_role_deployed_agent_starts(tmp_path, rabbitmq_url):
+    """The agent unit the role writes starts and serves, its state under
+    the role's one state directory."""
+    exchange = f"role_agent_{uuid.uuid4().hex[:8]}"
+    inventory = ansible_runner.write_inventory(tmp_path / "hosts.yml", {
+        "cyborg_lite_agent": {"hosts": {"compute-0": _agent_only_host(
+            tmp_path, cyborg_lite_agent_drivers=["sim"],
+            cyborg_lite_transport_url=rabbitmq_url,
+            cyborg_lite_agent_host=f"{exchange}.test",
+            cyborg_lite_extra_config={
+                "DEFAULT": {"control_exchange": exchange,
+                            "log_file": str(tmp_path / "agent.log")}})}}})
+
+    result = ansible_runner.run_playbook("cyborg-lite.yml", inventory,
+                                         tmp_path)
+
+    assert result.returncode == 0, result.output
+    conf = configparser.ConfigParser()
+    conf.read(tmp_path / "etc" / "cyborg_lite.conf")
+    assert conf["agent"]["sim_state_dir"] == str(tmp_path / "state" / "sim")
+    assert conf["agent"]["image_catalog_dir"] == str(
+        tmp_path / "state" / "images")
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.read(tmp_path / "cyborg-lite-agent.service")
+    agent = subprocess.Popen(
+        shlex.split(unit["Service"]["ExecStart"]),
+        env={"PATH": f"{sys.prefix}/bin"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, start_new_session=True)
+    log = tmp_path / "agent.log"
+    try:
+        deadline = time.monotonic() + 60
+        while "cyborg-lite agent serving" not in (
+                log.read_text() if log.exists() else ""):
+            assert agent.poll() is None, (
+                agent.stderr.read().decode(errors="replace")
+                + (log.read_text() if log.exists() else ""))
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        assert (tmp_path / "state" / "sim").is_dir()
+        assert agent.poll() is None
+    finally:
+        os.killpg(agent.pid, signal.SIGTERM)
+        agent.wait(timeout=30)
+        rabbitmq.delete_exchange(rabbitmq_url, exchange, f"{exchange}.test")
