@@ -36,6 +36,7 @@ import os
 from oslo_log import log as logging
 
 from cyborg_lite.agent import exception
+from cyborg_lite.agent import privsep
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.privsep import checks
@@ -242,7 +243,9 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
     @staticmethod
     def _privileged(path, func, *args):
         """Run a :mod:`cyborg_lite.agent.privsep.mdev` function; its errors
-        name the sysfs file."""
+        name the sysfs file, a daemon that cannot start names its helper
+        (:class:`~cyborg_lite.agent.exception.HelperNotStarted`)."""
+        privsep.start()
         try:
             func(*args)
         except (OSError, ValueError) as exc:
