@@ -39,6 +39,7 @@ the call was about.
 """
 
 import shlex
+import threading
 
 from oslo_config import cfg
 from oslo_privsep import capabilities
@@ -54,6 +55,8 @@ CFG_SECTION = "cyborg_lite_agent_privileged"
 #: remove) and open the FPGA device nodes the tools use; CAP_SYS_ADMIN:
 #: partial reconfiguration and the PCI hot reset of ``xbmgmt reset``.
 CAPABILITIES = [capabilities.CAP_DAC_OVERRIDE, capabilities.CAP_SYS_ADMIN]
+
+_starting = threading.Lock()
 
 sys_admin_pctxt = priv_context.PrivContext(
     "cyborg_lite",
@@ -99,6 +102,11 @@ def start(context=sys_admin_pctxt):
     """
     if not context.client_mode:
         return
+    with _starting:
+        _start(context)
+
+
+def _start(context):
     channel = context.channel
     if channel is not None and channel.running:
         return
