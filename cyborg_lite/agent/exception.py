@@ -88,6 +88,13 @@ class SysfsError(AgentError):
     code = "agent.sysfs"
 
 
+class HelperNotStarted(AgentError):
+    msg_fmt = ("The agent's privileged helper did not start (%(command)s, "
+               "[cyborg_lite_agent_privileged] helper_command): %(reason)s; "
+               "nothing was done")
+    code = "agent.helper_not_started"
+
+
 class ProgrammingFailed(AgentError):
     msg_fmt = ("Programming region %(region_id)s of device %(pci_address)s "
                "failed: %(reason)s")

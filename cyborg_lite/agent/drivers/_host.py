@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 
 from cyborg_lite.agent import exception
+from cyborg_lite.agent import privsep
 
 PCI_ADDRESS = re.compile(
     r"^(?P<domain>[0-9a-fA-F]{4}):(?P<bus>[0-9a-fA-F]{2}):"
@@ -51,10 +52,12 @@ def privileged(tool, func, *args):
     tool's standard output.
 
     :param tool: the command as a user would read it, for messages.
+    :raises HelperNotStarted: when the privsep daemon cannot start.
     :raises InvalidRequest: when the daemon refuses an argument.
     :raises ToolNotFound: when the tool cannot be executed.
     :raises ToolFailed: naming the tool, its exit code and its stderr.
     """
+    privsep.start()
     try:
         exit_code, stdout, stderr = func(*args)
     except ValueError as exc:

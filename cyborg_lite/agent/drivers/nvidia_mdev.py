@@ -21,6 +21,13 @@ ABI); both writes run in the privsep daemon
 the parents are VFs: they are reported under their PF, the address Ironic
 knows the card by, and VFs are never offered as whole GPUs (cubecos#1262).
 
+The mdev of a bound ARQ is Nova's: its libvirt driver creates it at the
+first spawn on the handle, named by the handle's uuid, and finds it again
+for the next instance on that handle. Nothing in cyborg_lite creates or
+removes one while binding or deleting ARQs (see "What the guest gets" in
+the architecture document); an mdev that exists counts as one of its
+parent's handles, so the report does not change when Nova creates one.
+
 Only NVIDIA parents are claimed: PCI vendor 0x10de and ``nvidia-*`` types
 (an Intel GVT-g iGPU's ``i915-*`` types and an s390 ``vfio_ccw-*`` parent are
 other drivers' business). A pre-Ampere GPU is its own parent and runs one
@@ -36,6 +43,7 @@ import os
 from oslo_log import log as logging
 
 from cyborg_lite.agent import exception
+from cyborg_lite.agent import privsep
 from cyborg_lite.agent.drivers import _host
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.privsep import checks
@@ -198,6 +206,7 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
 
     def create_mdev(self, pci_address, mdev_type, mdev_uuid):
         """Create the vGPU; creating one that exists already is a no-op.
+        Not part of binding: Nova creates a bound ARQ's mdev (module doc).
 
         :returns: ``{"created": bool}``.
         """
@@ -226,7 +235,8 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
         return {"created": True}
 
     def remove_mdev(self, pci_address, mdev_uuid):
-        """Remove the vGPU; removing one that is gone is a no-op.
+        """Remove the vGPU; removing one that is gone is a no-op. Never
+        for a bound ARQ's mdev: libvirt keeps Nova's definition of it.
 
         :returns: ``{"removed": bool}``.
         """
@@ -242,7 +252,9 @@ class NvidiaMdevDriver(base.AcceleratorDriver):
     @staticmethod
     def _privileged(path, func, *args):
         """Run a :mod:`cyborg_lite.agent.privsep.mdev` function; its errors
-        name the sysfs file."""
+        name the sysfs file, a daemon that cannot start names its helper
+        (:class:`~cyborg_lite.agent.exception.HelperNotStarted`)."""
+        privsep.start()
         try:
             func(*args)
         except (OSError, ValueError) as exc:

@@ -31,11 +31,22 @@ The daemon is started with ``sudo`` and oslo.rootwrap the way Nova
 documents (see doc/source/admin/security.rst), configured in the
 ``[cyborg_lite_agent_privileged]`` section oslo.privsep reads
 (``helper_command``, ``user``, ``group``, ``capabilities``).
+
+Callers run :func:`start` before a privileged call, so that a daemon that
+cannot start (no ``sudo``, a ``helper_command`` naming a missing binary,
+sudo refusing) is reported as such, not as the error of the file or tool
+the call was about.
 """
+
+import shlex
+import threading
 
 from oslo_config import cfg
 from oslo_privsep import capabilities
+from oslo_privsep import daemon
 from oslo_privsep import priv_context
+
+from cyborg_lite.agent import exception
 
 #: The configuration section oslo.privsep reads for this context.
 CFG_SECTION = "cyborg_lite_agent_privileged"
@@ -44,6 +55,8 @@ CFG_SECTION = "cyborg_lite_agent_privileged"
 #: remove) and open the FPGA device nodes the tools use; CAP_SYS_ADMIN:
 #: partial reconfiguration and the PCI hot reset of ``xbmgmt reset``.
 CAPABILITIES = [capabilities.CAP_DAC_OVERRIDE, capabilities.CAP_SYS_ADMIN]
+
+_starting = threading.Lock()
 
 sys_admin_pctxt = priv_context.PrivContext(
     "cyborg_lite",
@@ -69,3 +82,48 @@ def setup(conf):
         args += ["--config-dir", path]
     cfg.CONF(args, project="cyborg_lite", default_config_files=[],
              default_config_dirs=[])
+
+
+def _command(context):
+    # NOTE(agent): oslo.privsep appends the context and a new socket path
+    # at each start; without them it is what the operator configured (or
+    # the default ``sudo privsep-helper --config-file ...``).
+    return shlex.join(context.helper_command("SOCKET")[:-4])
+
+
+def start(context=sys_admin_pctxt):
+    """Start the privsep daemon unless it runs already.
+
+    oslo.privsep starts it on the first call on its own; starting it here
+    first keeps its failure apart from the call's: a missing ``sudo`` and
+    a missing sysfs file are both ``FileNotFoundError`` otherwise.
+
+    :raises HelperNotStarted: naming the helper command and its error.
+    """
+    if not context.client_mode:
+        return
+    with _starting:
+        _start(context)
+
+
+def _start(context):
+    channel = context.channel
+    if channel is not None and channel.running:
+        return
+    if channel is not None:
+        # NOTE(agent): a daemon that died; oslo.privsep would restart it
+        # at the next call, this does it where its failure is told apart.
+        context.stop()
+    try:
+        context.start()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.filename:
+            reason = f"{exc.filename}: {reason}"
+        raise exception.HelperNotStarted(command=_command(context),
+                                         reason=reason)
+    except daemon.FailedToDropPrivileges as exc:
+        raise exception.HelperNotStarted(
+            command=_command(context),
+            reason=f"{exc} (its standard error is in the agent's log, "
+                   f"lines 'privsep log: ...')")
