@@ -146,6 +146,9 @@ def _device_type(proc, functions):
             return _CLASS_TYPES[function.device_class]
     if proc is None and any(_class_code(f) == _CLASS_3D for f in functions):
         return "GPU"
+    if any(_class_code(f) == _CLASS_COPROCESSOR
+           and _hex_id(f.vendor_id) == _INTEL for f in functions):
+        return "QAT"
     return "PCI"
 
 
@@ -217,6 +220,11 @@ def _class_code(function):
 #: PCIe devices: 0x0302 3D controller (datacenter GPUs), 0x1200 processing
 #: accelerator. 0x0300 (VGA) is left out: every BMC's own display is one.
 _CLASS_3D = 0x0302
+#: 0x0b40 co-processor: Intel's QuickAssist cards (C62x 0x37c8, 4xxx
+#: 0x4940/0x4942, ...) carry it, as the host agent's ``pci`` driver reads
+#: it, so both sides call the card QAT and pair it.
+_CLASS_COPROCESSOR = 0x0b40
+_INTEL = "0x8086"
 _ACCELERATOR_CLASSES = frozenset({_CLASS_3D, 0x1200})
 
 

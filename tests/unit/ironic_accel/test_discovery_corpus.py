@@ -83,7 +83,7 @@ EXPECTED = {
                  "0000:3b:00.0", None),
         "gpu1": ("GPU", "0x10de", "0x1eb8", "NVIDIA", "Tesla T4", None,
                  "90.04.96.00.9F"),
-        "acc0": ("PCI", "0x8086", "0x37c8", "Intel", "QAT 8970",
+        "acc0": ("QAT", "0x8086", "0x37c8", "Intel", "QAT 8970",
                  "0000:5e:00.0", "4.7.0"),
         "slot4": ("GPU", "0x10de", "0x20b5", "NVIDIA", "A100 80GB PCIe",
                   "0000:ca:00.0", "92.00.45.00.05")},
