@@ -42,12 +42,14 @@ def test_transport_url_is_oslo_messagings_own_option(tmp_path):
     assert conf.agent.host == "compute-1.example.org"
 
 
-def test_list_opts_publishes_the_agent_group():
-    (group, opts), = agent_conf.list_opts()
-    names = {opt.name for opt in opts}
+def test_list_opts_publishes_the_agent_and_pci_groups():
+    groups = dict(agent_conf.list_opts())
+    names = {opt.name for opt in groups["agent"]}
 
-    assert group == "agent"
+    assert set(groups) == {"agent", "pci"}
     assert {"host", "enabled_drivers", "rpc_timeout", "rpc_retry",
             "rpc_heartbeat_timeout", "sim_state_dir", "sim_program_seconds",
             "sim_fail_program", "image_catalog_dir"} <= names
-    assert all(opt.help for opt in opts)
+    assert {opt.name for opt in groups["pci"]} == {
+        "device_spec", "physical_device_mappings"}
+    assert all(opt.help for opts in groups.values() for opt in opts)
