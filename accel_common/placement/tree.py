@@ -288,8 +288,9 @@ def merge_traits(current, provider):
     provider has no function trait at all. A NIC region's
     ``CUSTOM_VF``/``CUSTOM_PF`` stays while the document lists no handles
     for it (cyborg_lite set it from the handles found in-band). A
-    physical-network trait is never removed: its name (``CUSTOM_PHYSNET1``)
-    does not tell it from an operator's trait.
+    physical-network trait is never removed here: its name
+    (``CUSTOM_PHYSNET1``) does not tell it from an operator's trait;
+    cyborg_lite removes it when the region's handles leave that network.
 
     :param current: the provider's traits now (iterable of names).
     :param provider: the desired :class:`Provider`.

@@ -132,6 +132,56 @@ def set_nic_traits(client, rp_uuid, traits, retries=4):
             f"{retries + 1} attempts"))
 
 
+def remove_traits(client, rp_uuid, traits, retries=4):
+    """Take ``traits`` off ``rp_uuid``, keeping every other trait.
+
+    :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
+    :raises CapacityError: after ``retries + 1`` generation conflicts.
+    :raises accel_common.exception.PlacementError: any other refusal.
+    """
+    def write():
+        try:
+            generation, current = client.traits(rp_uuid)
+        except common_exception.PlacementError as exc:
+            if exc.status == 404:
+                return ABSENT
+            raise
+        if not set(current) & set(traits):
+            return UNCHANGED
+        client.set_traits(rp_uuid, generation, set(current) - set(traits))
+        LOG.info("Provider %s: traits %s removed (its handles no longer "
+                 "name that physical network)", rp_uuid,
+                 ", ".join(sorted(traits)))
+        return UPDATED
+
+    return client.retry_on_conflict(
+        write, retries, rp_uuid, "its traits were removed",
+        gave_up=lambda conflict: exception.CapacityError(
+            f"provider {rp_uuid} kept changing: gave up after "
+            f"{retries + 1} attempts"))
+
+
+def drop_physnets(client, summary):
+    """Take the physical-network traits an applied document's NIC
+    regions left (``summary["physnets_left"]`` of
+    :func:`cyborg_lite.inventory.apply.apply_document`) off their
+    providers.
+
+    :returns: ``{rp uuid: outcome}``, as :func:`offer_handles`.
+    """
+    outcomes = {}
+    for rp_uuid, traits in summary.get("physnets_left", {}).items():
+        try:
+            outcomes[rp_uuid] = remove_traits(client, rp_uuid, traits)
+        except (exception.CapacityError,
+                common_exception.PlacementError) as exc:
+            LOG.warning("Host %s: traits %s of provider %s not removed: "
+                        "%s", summary.get("host"), ", ".join(traits),
+                        rp_uuid, exc)
+            outcomes[rp_uuid] = f"failed: {exc}"
+    return outcomes
+
+
 def _offer_region(client, device, region):
     outcome = set_capacity(client, region["rp_uuid"],
                            region["resource_class"],

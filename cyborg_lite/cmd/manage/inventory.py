@@ -42,16 +42,17 @@ from cyborg_lite.inventory import lease as lease_mod
 from cyborg_lite.programming import programmer as programmer_mod
 
 
-def _offer_listed_handles(conf, document):
+def _offer_listed_handles(conf, document, summary):
     """Offer the handles ``document`` lists as Placement capacity (and NIC
-    traits), when ``[placement]`` is configured.
+    traits, taking off those of physical networks its NIC regions left),
+    when ``[placement]`` is configured.
 
     The reporter writes 1 unit for a region whose Ironic document lists
     no handles; a document imported by hand that lists them must not
     leave Placement offering one VF of four.
 
-    :returns: :func:`capacity.offer_handles`' outcomes, None without
-        ``[placement]``.
+    :returns: ``{rp uuid: outcome}`` (:func:`capacity.offer_handles`),
+        None without ``[placement]``.
     """
     if not clients.is_configured(conf, "placement"):
         return None
@@ -61,7 +62,11 @@ def _offer_listed_handles(conf, document):
               if "attach_handles" in region
               and inventory.has_address(device)]
     client = placement_client.Client(clients.connection(conf, "placement"))
-    return capacity.offer_handles(client, document, labels)
+    outcomes = capacity.offer_handles(client, document, labels)
+    for rp_uuid, outcome in capacity.drop_physnets(client, summary).items():
+        if outcome != capacity.UNCHANGED or rp_uuid not in outcomes:
+            outcomes[rp_uuid] = outcome
+    return outcomes
 
 
 def inventory_import(conf, args):
@@ -90,7 +95,7 @@ def inventory_import(conf, args):
         db.dispose()
     code = 0
     try:
-        outcomes = _offer_listed_handles(conf, document)
+        outcomes = _offer_listed_handles(conf, document, summary)
     except (ks_exceptions.ClientException,
             openstack_exceptions.SDKException) as error:
         print(f"Applied {args.file}, but Placement did not answer: {error}; "

@@ -135,3 +135,21 @@ def test_import_refuses_a_nic_handle_without_physical_network(
         assert _provider(placement_conn, region["rp_uuid"])[0] == 1
     finally:
         db.dispose()
+
+
+def test_a_port_moved_to_another_physnet_loses_the_old_trait(
+        tmp_path, config_file, placement_conn, host, capsys):
+    document = host[0]
+    rp_uuid = document["devices"][0]["regions"][0]["rp_uuid"]
+    assert _manage(config_file, "inventory", "import",
+                   _write(tmp_path, document)) == 0
+    moved = copy.deepcopy(document)
+    for handle in moved["devices"][0]["regions"][0]["attach_handles"]:
+        handle["physical_network"] = "physnet2"
+
+    assert _manage(config_file, "inventory", "import",
+                   _write(tmp_path, moved)) == 0
+
+    traits = _provider(placement_conn, rp_uuid)[1]
+    assert "CUSTOM_PHYSNET2" in traits and "CUSTOM_PHYSNET1" not in traits
+    assert not _candidates(placement_conn, rp_uuid, VF_PHYSNET1)
