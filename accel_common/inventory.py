@@ -72,7 +72,8 @@ _ATTACH_HANDLE = {
         "type": {"enum": ["PCI", "MDEV"]},
         "pci_address": {"type": "string", "pattern": _PCI_ADDRESS},
         "mdev_type": {"type": "string", "minLength": 1},
-        "physical_network": {"type": "string", "minLength": 1},
+        "physical_network": {"type": "string", "minLength": 1,
+                             "maxLength": 64},
     },
     "if": {"properties": {"type": {"const": "MDEV"}}},
     "then": {"required": ["mdev_type"]},
@@ -181,7 +182,8 @@ def validate(document):
 
     Checks the JSON schema, then what a schema cannot say: device ids unique
     in the document, region ids unique in a device, rp uuids and attach handle
-    PCI addresses unique across the document.
+    PCI addresses unique across the document, and the NIC rules of
+    :func:`check_nic_region`.
 
     :param document: the decoded JSON document.
     :raises InvalidInventory: naming the first bad field.
@@ -227,7 +229,89 @@ def validate(document):
                         f"{r_where}.attach_handles[{h_index}].pci_address: "
                         f"{handle['pci_address']} is listed twice")
                 handles.add(key)
+            if device["type"] == "NIC":
+                check_nic_region(device, region, r_where)
     return document
+
+
+def check_nic_region(device, region, where="region"):
+    """Refuse a NIC region Nova could not plug a port into, or that
+    Placement could not describe with one physical network.
+
+    Nova writes a NIC handle's ``physical_network`` into the port's
+    binding profile (and fails without one), and Neutron binds the port on
+    that physical network without comparing it with the network's; so
+    every PCI handle of a NIC region carries ``physical_network``, all the
+    same, and the handles are either the device's own function (the whole
+    port, ``CUSTOM_PF``) or its virtual functions (``CUSTOM_VF``), not
+    both.
+
+    :param device: a device of the document (``type`` ``NIC``).
+    :param region: one of its regions.
+    :param where: the region's path in the document, for messages.
+    :raises InvalidInventory: naming the region and the handle.
+    """
+    label = region_label(device, region)
+    physnets = {}
+    kinds = set()
+    for h_index, handle in enumerate(region.get("attach_handles", [])):
+        if handle["type"] != "PCI":
+            continue
+        h_where = f"{where}.attach_handles[{h_index}]"
+        physnet = handle.get("physical_network")
+        if not physnet:
+            raise exception.InvalidInventory(
+                f"{h_where}.physical_network: NIC region {label} handle "
+                f"{handle['pci_address']} has no physical_network; Nova "
+                f"cannot bind a port to it (name the Neutron physical "
+                f"network its port is wired to)")
+        if not trait_fragment(physnet):
+            raise exception.InvalidInventory(
+                f"{h_where}.physical_network: {physnet!r} of NIC region "
+                f"{label} handle {handle['pci_address']} has no letter or "
+                f"digit to name its trait")
+        physnets.setdefault(physnet, handle["pci_address"])
+        kinds.add(nic_function(device, handle))
+    if len(physnets) > 1:
+        named = ", ".join(f"{net} ({address})"
+                          for net, address in physnets.items())
+        raise exception.InvalidInventory(
+            f"{where}.attach_handles: NIC region {label} mixes physical "
+            f"networks {named}; a region's handles share one (make one "
+            f"region per port)")
+    if len(kinds) > 1:
+        raise exception.InvalidInventory(
+            f"{where}.attach_handles: NIC region {label} lists both the "
+            f"device's own function {device.get('pci_address')} and "
+            f"virtual functions; list either the whole port or its VFs")
+
+
+#: The trait of a NIC region whose handles are virtual functions, as real
+#: Cyborg's NIC driver names it.
+NIC_VF_TRAIT = "CUSTOM_VF"
+#: The trait of a NIC region whose handle is the whole port (the physical
+#: function itself).
+NIC_PF_TRAIT = "CUSTOM_PF"
+
+
+def nic_function(device, handle):
+    """:data:`NIC_PF_TRAIT` when ``handle`` is the device's own PCI
+    address (the whole port), else :data:`NIC_VF_TRAIT` (a virtual
+    function of it; also when the document does not know the device's
+    address, since a BMC sees the port, never its VFs)."""
+    own = (device.get("pci_address") or "").lower()
+    if own and handle["pci_address"].lower() == own:
+        return NIC_PF_TRAIT
+    return NIC_VF_TRAIT
+
+
+def physnet_trait(physnet):
+    """``CUSTOM_<PHYSNET>``: the trait of a NIC region on the Neutron
+    physical network ``physnet`` (``physnet1`` -> ``CUSTOM_PHYSNET1``), as
+    real Cyborg's NIC driver names it; a character a trait cannot hold
+    (``-``, ``.``) becomes ``_`` where Cyborg's name would be refused by
+    Placement."""
+    return "CUSTOM_" + trait_fragment(physnet)
 
 
 def has_address(device):

@@ -283,6 +283,8 @@ def _bind_at_once(session, binds, project_id, notify):
             or deployable.state != regions.READY
             or device.status != "enabled"):
         return None
+    if handle_db.without_physical_network(session, deployable, device):
+        return None  # NOTE(cyborg_lite): the transaction refuses it.
     if not _bound_at_once(session, arq, fields, deployable, notify):
         return None
     return ([arq.uuid], [None], {deployable.id},
@@ -428,6 +430,8 @@ def _bind_one(session, arq, group, fields, deployable, device, programmer,
         excepted) and raises :class:`SiblingServes` when there is one.
     :returns: ``(bound now, job to launch or None)``.
     """
+    handle_db.refuse_without_physical_network(session, arq.uuid, fields,
+                                              deployable, device)
     if needs_programming(group, deployable) is None:
         done = _bind_verified(session, arq, fields, deployable, device,
                               notify)

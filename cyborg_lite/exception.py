@@ -161,6 +161,13 @@ class NoFreeAttachHandle(Conflict):
                "(resource provider %(rp_uuid)s) for ARQ %(arq)s.")
 
 
+class NICHandleWithoutPhysnet(Conflict):
+    msg_fmt = ("ARQ %(arq)s cannot be bound to NIC region %(deployable)s "
+               "(resource provider %(rp_uuid)s): its attach handle(s) "
+               "%(handles)s name no physical_network, which Nova needs to "
+               "bind the port; import an inventory that names it.")
+
+
 class DeployableNotReady(Conflict):
     msg_fmt = "Deployable %(deployable)s is %(state)s, not ready for binds."
 

@@ -51,6 +51,11 @@ VENDOR_NAMES = {
 OWNED_TRAIT_PREFIXES = ("OWNER_CYBORG", "CUSTOM_FPGA_", "CUSTOM_NVIDIA_",
                         "CUSTOM_GPU_", "CUSTOM_PCI_")
 
+#: Traits the reporter owns by their whole name: what a NIC region's
+#: handles are. While a document lists no handles for a region, they stay
+#: as cyborg_lite set them from the handles its agent found in-band.
+OWNED_TRAITS = frozenset((inventory.NIC_VF_TRAIT, inventory.NIC_PF_TRAIT))
+
 #: Marks a provider the reporter kept with ``reserved = total`` because its
 #: device vanished while allocations still used it.
 RETIRED_TRAIT = "CUSTOM_ACCEL_RETIRED"
@@ -148,8 +153,32 @@ def identity_traits(device, region=None):
         traits.add(f"CUSTOM_{kind}_{vendor}")
         if product_id:
             traits.add(f"CUSTOM_{kind}_PRODUCT_ID_{product_id}")
+    if device["type"] == "NIC":
+        traits |= nic_traits(device, region or {})
     for trait in traits:
         check_trait(trait)
+    return traits
+
+
+def nic_traits(device, region):
+    """The traits a NIC region's handles give its provider, as real
+    Cyborg's NIC driver names them: ``CUSTOM_VF`` (its handles are virtual
+    functions) or ``CUSTOM_PF`` (the whole port), and ``CUSTOM_<PHYSNET>``
+    of their physical network, so that a device profile asking for
+    ``trait:CUSTOM_VF`` and ``trait:CUSTOM_PHYSNET1`` lands on a VF wired
+    to physnet1. None while the region's handles are unknown.
+
+    :param device: a NIC device of a valid inventory document.
+    :param region: one of its regions.
+    :returns: a set of trait names.
+    """
+    traits = set()
+    for handle in region.get("attach_handles", []):
+        if handle["type"] != "PCI":
+            continue
+        traits.add(inventory.nic_function(device, handle))
+        if handle.get("physical_network"):
+            traits.add(inventory.physnet_trait(handle["physical_network"]))
     return traits
 
 
@@ -245,8 +274,9 @@ def is_cyborg_provider(rp):
 
 def is_owned_trait(name):
     """True for a trait whose presence the reporter decides."""
-    return (name.startswith(OWNED_TRAIT_PREFIXES)
-            and not name.startswith(inventory.FUNCTION_TRAIT_PREFIX))
+    return name in OWNED_TRAITS or (
+        name.startswith(OWNED_TRAIT_PREFIXES)
+        and not name.startswith(inventory.FUNCTION_TRAIT_PREFIX))
 
 
 def merge_traits(current, provider):
@@ -255,7 +285,12 @@ def merge_traits(current, provider):
     Keeps every trait the reporter does not own (operator traits, function
     traits cyborg_lite set); replaces the owned ones with the desired
     identity traits; adds the document's function trait only when the
-    provider has no function trait at all.
+    provider has no function trait at all. A NIC region's
+    ``CUSTOM_VF``/``CUSTOM_PF`` stays while the document lists no handles
+    for it (cyborg_lite set it from the handles found in-band). A
+    physical-network trait is never removed here: its name
+    (``CUSTOM_PHYSNET1``) does not tell it from an operator's trait;
+    cyborg_lite removes it when the region's handles leave that network.
 
     :param current: the provider's traits now (iterable of names).
     :param provider: the desired :class:`Provider`.
@@ -264,6 +299,8 @@ def merge_traits(current, provider):
     current = set(current)
     merged = {t for t in current
               if not is_owned_trait(t) and t != RETIRED_TRAIT}
+    if not provider.handles_known:
+        merged |= current & OWNED_TRAITS
     merged |= provider.traits
     has_function = any(t.startswith(inventory.FUNCTION_TRAIT_PREFIX)
                        for t in current)

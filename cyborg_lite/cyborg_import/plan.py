@@ -135,6 +135,10 @@ class _Planner:
         self.deployable = {}
         self.handle = {}
         self.short_devices = 0
+        #: source deployable id -> True for a NIC's.
+        self.nic_deployables = {}
+        #: uuids of NIC handles Cyborg knows no physical network for.
+        self.unnamed_nic_handles = []
         #: source ids of the devices cyborg_lite has from an inventory.
         self.twins = set()
         self.cpids = collections.defaultdict(list)
@@ -370,8 +374,23 @@ class _Planner:
                     f"{row['attach_type']} {row['attach_info']!r}")
         return None
 
+    def _physnet(self, row, deployable_id, what):
+        """The handle's ``physical_network`` (Cyborg's NIC driver keeps it
+        in ``attach_info``), with a line for a NIC handle that has none."""
+        info = _json(row["attach_info"], what + " attach_info", self.plan,
+                     {})
+        physnet = info.get("physical_network") if isinstance(
+            info, dict) else None
+        if physnet is None and self.nic_deployables.get(deployable_id):
+            self.unnamed_nic_handles.append(row["uuid"])
+        return physnet
+
     def handles(self, holders):
         seen = set()
+        types = {d["id"]: d["type"] for d in self.rows["devices"]}
+        self.nic_deployables = {
+            d["id"]: types.get(d["device_id"]) == "NIC"
+            for d in self.rows["deployables"]}
         for row in self.rows["attach_handles"]:
             what = f"attach handle {row['uuid']}"
             if self.before("attach_handles", row["uuid"],
@@ -416,8 +435,18 @@ class _Planner:
                 "uuid": row["uuid"], "deployable_uuid": deployable,
                 "type": row["attach_type"], "pci_address": address[0],
                 "mdev_type": address[1], "in_use": in_use,
+                "physical_network": self._physnet(
+                    row, row["deployable_id"], what),
                 "arq_uuid": arq, "created_at": row["created_at"]})
             self.handle[row["id"]] = row["uuid"]
+        if self.unnamed_nic_handles:
+            self.settle(
+                f"{len(self.unnamed_nic_handles)} attach handle(s) of NICs "
+                f"have no physical_network in Cyborg "
+                f"({', '.join(self.unnamed_nic_handles)}): imported, but "
+                "cyborg_lite binds no ARQ to them (Nova could not plug a "
+                "port into them) until an inventory document names their "
+                "physical network")
         if self.short_devices:
             self.settle(f"{self.short_devices} attach handle(s) have a "
                         "one-digit PCI device in attach_info (Cyborg writes "

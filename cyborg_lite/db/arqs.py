@@ -239,7 +239,7 @@ def _for_bind_with_region(scoped):
                 _D.function_id, _D.bitstream_id, _D.target_function_id,
                 _D.target_bitstream_id, _D.assigned_function_id,
                 _D.assigned_bitstream_id, _D.assigned_until, _D.retired),
-                orm.load_only(_V.id, _V.status, _V.program_mode,
+                orm.load_only(_V.id, _V.type, _V.status, _V.program_mode,
                               _V.hostname, _V.retired)))
 
 

@@ -14,6 +14,7 @@
 
 import sqlalchemy as sa
 
+from cyborg_lite import exception
 from cyborg_lite.db import models
 
 _H = models.AttachHandle
@@ -325,6 +326,32 @@ def release(session, arq_ids):
         .values(in_use=False, arq_id=None, updated_at=models.utcnow())
         .execution_options(synchronize_session=False))
     return result.rowcount
+
+
+def without_physical_network(session, deployable, device):
+    """PCI addresses of a NIC region's live PCI handles that name no
+    physical network (what Nova needs to plug the port); ``[]`` for a
+    region of any other device."""
+    if device.type != "NIC":
+        return []
+    return session.execute(
+        sa.select(_H.pci_address)
+        .where(_H.deployable_id == deployable.id, _H.retired.is_(False),
+               _H.type != "MDEV", _H.physical_network.is_(None))
+        .order_by(_H.id)).scalars().all()
+
+
+def refuse_without_physical_network(session, arq_uuid, fields, deployable,
+                                    device):
+    """:raises NICHandleWithoutPhysnet: (409) when ``deployable`` is a NIC
+    region with a handle that names no physical network: no ARQ is bound
+    there, as Nova would fail to plug the port later."""
+    missing = without_physical_network(session, deployable, device)
+    if missing:
+        raise exception.NICHandleWithoutPhysnet(
+            arq=arq_uuid, deployable=deployable.uuid,
+            rp_uuid=fields["device_rp_uuid"],
+            handles=exception.some(missing))
 
 
 def in_use_by_deployable(session):

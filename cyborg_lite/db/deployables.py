@@ -43,7 +43,8 @@ _WITH_DEVICE_BY_RP_SHARED = (
                            _D.target_function_id, _D.target_bitstream_id,
                            _D.assigned_function_id, _D.assigned_bitstream_id,
                            _D.assigned_until, _D.retired),
-             orm.load_only(_V.id, _V.status, _V.program_mode, _V.retired))
+             orm.load_only(_V.id, _V.type, _V.status, _V.program_mode,
+                           _V.retired))
     .execution_options(populate_existing=True))
 
 #: ``session.info`` key: {deployable id: the transaction that read it under

@@ -75,6 +75,9 @@ class _Summary:
         self.functions_taken = []
         #: ids of address-less devices never seen with an address.
         self.incomplete = []
+        #: NIC regions whose handles left a physical network:
+        #: {rp uuid: [its CUSTOM_<PHYSNET> traits]}, for Placement.
+        self.physnets_left = {}
 
     def add(self, kind, what):
         self.counts[kind][what] += 1
@@ -88,10 +91,24 @@ class _Summary:
                              "deleted")}
         result["functions_taken"] = self.functions_taken
         result["incomplete"] = sorted(self.incomplete)
+        result["physnets_left"] = self.physnets_left
         result["changed"] = any(
             counter[k] for counter in self.counts.values()
             for k in ("created", "updated", "retired", "deleted"))
         return result
+
+
+def _physnets_left(deployable, existing, wanted, summary):
+    """Note the physical networks none of ``wanted`` names any more that
+    ``deployable``'s live handles named: their traits must leave its
+    provider, or a profile asking for the old network lands on it."""
+    before = {h.physical_network for h in existing
+              if h.physical_network and not h.retired}
+    after = {item.get("physical_network") for item in wanted}
+    left = before - after
+    if left:
+        summary.physnets_left[deployable.rp_uuid] = sorted(
+            inventory.physnet_trait(net) for net in left)
 
 
 def _sync_handles(session, deployable, wanted, summary):
@@ -102,6 +119,7 @@ def _sync_handles(session, deployable, wanted, summary):
     ).scalars().all()
     if wanted is None:
         return sum(1 for h in existing if not h.retired)
+    _physnets_left(deployable, existing, wanted, summary)
     by_key = {(h.pci_address, h.mdev_type): h for h in existing}
     seen = set()
     for item in wanted:
@@ -374,8 +392,10 @@ def apply_document(db, document):
         the counts created/updated/unchanged/retired/deleted,
         ``functions_taken`` (the regions whose function the document
         changed, with their function trait, for Placement),
-        ``incomplete`` (ids of devices without a PCI address, not stored)
-        and ``changed``.
+        ``incomplete`` (ids of devices without a PCI address, not stored),
+        ``physnets_left`` (``{rp uuid: [CUSTOM_<PHYSNET>]}`` of the regions
+        whose handles no longer name those physical networks, for
+        Placement) and ``changed``.
     """
     inventory.validate(document)
     return db.run(_apply, document)

@@ -26,12 +26,19 @@ allocated would offer a handle that does not exist once the allocation
 without a handle is freed.
 Providers the reporter has not created yet are left alone: their existence
 is the reporter's.
+
+A NIC region's provider also gets the traits its handles give it
+(:func:`accel_common.placement.tree.nic_traits`: ``CUSTOM_VF`` or
+``CUSTOM_PF``, and ``CUSTOM_<PHYSNET>``), which the reporter cannot know
+while the document lists no handles, so that a device profile written for
+real Cyborg's NIC driver finds it.
 """
 
 from oslo_log import log as logging
 
 from accel_common import exception as common_exception
 from accel_common import inventory
+from accel_common.placement import tree
 from cyborg_lite import exception
 
 LOG = logging.getLogger(__name__)
@@ -91,8 +98,104 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
             f"{retries + 1} attempts"))
 
 
+def set_nic_traits(client, rp_uuid, traits, retries=4):
+    """Give ``rp_uuid`` the NIC ``traits`` of its handles, keeping every
+    other trait; a ``CUSTOM_VF``/``CUSTOM_PF`` its handles no longer give
+    is removed.
+
+    :param client: an :class:`accel_common.placement.client.Client`.
+    :param traits: :func:`accel_common.placement.tree.nic_traits` of the
+        region.
+    :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
+    :raises CapacityError: after ``retries + 1`` generation conflicts.
+    :raises accel_common.exception.PlacementError: any other refusal.
+    """
+    def write():
+        try:
+            generation, current = client.traits(rp_uuid)
+        except common_exception.PlacementError as exc:
+            if exc.status == 404:
+                return ABSENT
+            raise
+        want = (set(current) - tree.OWNED_TRAITS) | set(traits)
+        if want == set(current):
+            return UNCHANGED
+        client.set_traits(rp_uuid, generation, want)
+        LOG.info("Provider %s: NIC traits %s (attach handles discovered "
+                 "in-band)", rp_uuid, ", ".join(sorted(traits)))
+        return UPDATED
+
+    return client.retry_on_conflict(
+        write, retries, rp_uuid, "its NIC traits were written",
+        gave_up=lambda conflict: exception.CapacityError(
+            f"provider {rp_uuid} kept changing: gave up after "
+            f"{retries + 1} attempts"))
+
+
+def remove_traits(client, rp_uuid, traits, retries=4):
+    """Take ``traits`` off ``rp_uuid``, keeping every other trait.
+
+    :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
+    :raises CapacityError: after ``retries + 1`` generation conflicts.
+    :raises accel_common.exception.PlacementError: any other refusal.
+    """
+    def write():
+        try:
+            generation, current = client.traits(rp_uuid)
+        except common_exception.PlacementError as exc:
+            if exc.status == 404:
+                return ABSENT
+            raise
+        if not set(current) & set(traits):
+            return UNCHANGED
+        client.set_traits(rp_uuid, generation, set(current) - set(traits))
+        LOG.info("Provider %s: traits %s removed (its handles no longer "
+                 "name that physical network)", rp_uuid,
+                 ", ".join(sorted(traits)))
+        return UPDATED
+
+    return client.retry_on_conflict(
+        write, retries, rp_uuid, "its traits were removed",
+        gave_up=lambda conflict: exception.CapacityError(
+            f"provider {rp_uuid} kept changing: gave up after "
+            f"{retries + 1} attempts"))
+
+
+def drop_physnets(client, summary):
+    """Take the physical-network traits an applied document's NIC
+    regions left (``summary["physnets_left"]`` of
+    :func:`cyborg_lite.inventory.apply.apply_document`) off their
+    providers.
+
+    :returns: ``{rp uuid: outcome}``, as :func:`offer_handles`.
+    """
+    outcomes = {}
+    for rp_uuid, traits in summary.get("physnets_left", {}).items():
+        try:
+            outcomes[rp_uuid] = remove_traits(client, rp_uuid, traits)
+        except (exception.CapacityError,
+                common_exception.PlacementError) as exc:
+            LOG.warning("Host %s: traits %s of provider %s not removed: "
+                        "%s", summary.get("host"), ", ".join(traits),
+                        rp_uuid, exc)
+            outcomes[rp_uuid] = f"failed: {exc}"
+    return outcomes
+
+
+def _offer_region(client, device, region):
+    outcome = set_capacity(client, region["rp_uuid"],
+                           region["resource_class"],
+                           len(region["attach_handles"]))
+    if device["type"] != "NIC" or outcome == ABSENT:
+        return outcome
+    traits = set_nic_traits(client, region["rp_uuid"],
+                            tree.nic_traits(device, region))
+    return UPDATED if UPDATED in (outcome, traits) else outcome
+
+
 def offer_handles(client, document, regions):
-    """Set each listed region's capacity to its attach handle count.
+    """Set each listed region's capacity to its attach handle count (and
+    a NIC region's traits to those its handles give it).
 
     :param client: an :class:`accel_common.placement.client.Client`.
     :param document: the inventory document with the discovered handles.
@@ -111,9 +214,8 @@ def offer_handles(client, document, regions):
             if label not in wanted or "attach_handles" not in region:
                 continue
             try:
-                outcomes[region["rp_uuid"]] = set_capacity(
-                    client, region["rp_uuid"], region["resource_class"],
-                    len(region["attach_handles"]))
+                outcomes[region["rp_uuid"]] = _offer_region(
+                    client, device, region)
             except (exception.CapacityError,
                     common_exception.PlacementError) as exc:
                 LOG.warning("Host %s: capacity of provider %s not set: %s",

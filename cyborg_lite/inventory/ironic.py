@@ -137,8 +137,10 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
     :param placement: a Placement client; when given, the region providers
         not reported yet are listed (the documents are applied anyway: a
         bind to such a region waits for the reporter, the scheduler cannot
-        pick it before), and regions whose function a document changed get
-        their function trait (:func:`write_function_traits`); devices
+        pick it before), regions whose function a document changed get
+        their function trait (:func:`write_function_traits`), NIC regions
+        lose the trait of a physical network their handles left
+        (:func:`cyborg_lite.inventory.capacity.drop_physnets`); devices
         imported from Cyborg that a document lists too are adopted
         (:func:`adopt_imported`, its lines in ``"adopted"``).
     :param agent_api: a :class:`cyborg_lite.agent.rpcapi.AgentAPI`; when
@@ -190,6 +192,8 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
         applied.append(summary)
         if placement is not None and summary.get("functions_taken"):
             write_function_traits(db, placement, summary["functions_taken"])
+        if placement is not None and summary.get("physnets_left"):
+            capacity.drop_physnets(placement, summary)
         if offer_capacity and placement is not None and \
                 report is not None and report["filled"]:
             report["capacity"] = capacity.offer_handles(

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Inventory documents for the Placement tests: 4 devices per host."""
+"""Inventory documents for the Placement tests: 4 devices per host, or
+the devices a test names (FPGAs, GPUs, SmartNICs)."""
 
 import uuid
 
@@ -47,6 +48,37 @@ def gpu(node_uuid, index, bus=0xaf):
             "rp_uuid": inventory.region_rp_uuid(node_uuid, f"gpu{index}", "0"),
             "resource_class": "PGPU", "function_id": None,
             "attach_handles": [{"type": "PCI", "pci_address": pci}]}]}
+
+
+def nic(node_uuid, index, vfs=4, physnet="physnet1", bus=0x3b,
+        regions=None):
+    """An Intel X710 SmartNIC: one region per port (``regions``: ``{region
+    id: physnet}``, default one port ``"0"`` on ``physnet``), each with
+    ``vfs`` virtual functions on that physical network (``vfs=0``: the
+    port itself is the handle)."""
+    pci = f"0000:{bus + index:02x}:00.0"
+    regions = regions or {"0": physnet}
+    device_id = f"nic{index}"
+
+    def handles(port, net):
+        addresses = ([pci] if not vfs else
+                     [f"0000:{bus + index:02x}:{2 + 8 * port + h // 8:02x}."
+                      f"{h % 8}" for h in range(vfs)])
+        return [dict({"type": "PCI", "pci_address": address},
+                     **({"physical_network": net} if net else {}))
+                for address in addresses]
+
+    return {
+        "id": device_id, "type": "NIC", "vendor_id": "0x8086",
+        "product_id": "0x1572", "vendor": "Intel", "model": "X710",
+        "pci_address": pci, "program_mode": "single",
+        "regions": [{
+            "id": region_id,
+            "rp_uuid": inventory.region_rp_uuid(node_uuid, device_id,
+                                                region_id),
+            "resource_class": "CUSTOM_NIC", "function_id": None,
+            "attach_handles": handles(port, net)}
+            for port, (region_id, net) in enumerate(regions.items())]}
 
 
 def document(host, node_uuid=None, devices=None):

@@ -13,9 +13,11 @@
 """``cyborg-lite-manage inventory ...``: apply inventory documents.
 
 ``inventory import [--host HOST] FILE`` applies a document read from a
-file; ``inventory sync [--host HOST] [--wait SECONDS]`` reads the Ironic
-nodes' documents (``[ironic]``) and applies them, holding the lease the API
-workers' periodic pass takes, so passes never overlap.
+file (and, with ``[placement]`` configured, offers the handles it lists as
+the capacity of their region providers); ``inventory sync [--host HOST]
+[--wait SECONDS]`` reads the Ironic nodes' documents (``[ironic]``) and
+applies them, holding the lease the API workers' periodic pass takes, so
+passes never overlap.
 """
 
 import argparse
@@ -30,15 +32,46 @@ from openstack import exceptions as openstack_exceptions
 
 from accel_common import clients
 from accel_common import exception as common_exception
+from accel_common import inventory
+from accel_common.placement import client as placement_client
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import apply
+from cyborg_lite.inventory import capacity
 from cyborg_lite.inventory import ironic
 from cyborg_lite.inventory import lease as lease_mod
 from cyborg_lite.programming import programmer as programmer_mod
 
 
+def _offer_listed_handles(conf, document, summary):
+    """Offer the handles ``document`` lists as Placement capacity (and NIC
+    traits, taking off those of physical networks its NIC regions left),
+    when ``[placement]`` is configured.
+
+    The reporter writes 1 unit for a region whose Ironic document lists
+    no handles; a document imported by hand that lists them must not
+    leave Placement offering one VF of four.
+
+    :returns: ``{rp uuid: outcome}`` (:func:`capacity.offer_handles`),
+        None without ``[placement]``.
+    """
+    if not clients.is_configured(conf, "placement"):
+        return None
+    labels = [inventory.region_label(device, region)
+              for device in document["devices"]
+              for region in device["regions"]
+              if "attach_handles" in region
+              and inventory.has_address(device)]
+    client = placement_client.Client(clients.connection(conf, "placement"))
+    outcomes = capacity.offer_handles(client, document, labels)
+    for rp_uuid, outcome in capacity.drop_physnets(client, summary).items():
+        if outcome != capacity.UNCHANGED or rp_uuid not in outcomes:
+            outcomes[rp_uuid] = outcome
+    return outcomes
+
+
 def inventory_import(conf, args):
-    """Apply an inventory document read from a file."""
+    """Apply an inventory document read from a file; 0 done, 1 refused (or
+    applied but Placement not told), 2 unreadable."""
     try:
         with open(args.file, encoding="utf-8") as handle:
             document = json.load(handle)
@@ -58,8 +91,23 @@ def inventory_import(conf, args):
         print(f"Rejected {args.file}: {error}; nothing was changed.",
               file=sys.stderr)
         return 1
+    finally:
+        db.dispose()
+    code = 0
+    try:
+        outcomes = _offer_listed_handles(conf, document, summary)
+    except (ks_exceptions.ClientException,
+            openstack_exceptions.SDKException) as error:
+        print(f"Applied {args.file}, but Placement did not answer: {error}; "
+              f"run the command again to offer its handles.",
+              file=sys.stderr)
+        outcomes, code = None, 1
+    if outcomes is not None:
+        summary["capacity"] = outcomes
+        if any(str(o).startswith("failed") for o in outcomes.values()):
+            code = 1
     print(json.dumps(summary, indent=2))
-    return 0
+    return code
 
 
 def sync_ironic_command(conf, args):

@@ -110,3 +110,72 @@ def test_placement_tree_of_device_without_address_or_ids():
     assert fpga_rp.traits == {"OWNER_CYBORG", "CUSTOM_FPGA_INTEL",
                               "CUSTOM_FPGA_INTEL_STRATIX_10"}
     assert tree.vendor_name({"vendor": None, "vendor_id": None}) == "UNKNOWN"
+
+
+def _nic(*handles, pci="0000:3b:00.0"):
+    return {"id": "nic0", "type": "NIC", "vendor_id": "0x8086",
+            "product_id": "0x1572", "pci_address": pci,
+            "program_mode": "single",
+            "regions": [{"id": "p0",
+                         "rp_uuid": inventory.region_rp_uuid("n", "nic0",
+                                                             "p0"),
+                         "resource_class": "CUSTOM_NIC",
+                         "attach_handles": list(handles)}]}
+
+
+def _vf(address, physnet="physnet1"):
+    handle = {"type": "PCI", "pci_address": address}
+    if physnet is not None:
+        handle["physical_network"] = physnet
+    return handle
+
+
+def test_nic_handle_without_physical_network_is_refused_by_name():
+    document = _document("1.0", _nic(_vf("0000:3b:02.0"),
+                                     _vf("0000:3b:02.1", physnet=None)))
+    with pytest.raises(exception.InvalidInventory) as error:
+        inventory.validate(document)
+    message = str(error.value)
+    assert message.startswith(
+        "document.devices[0].regions[0].attach_handles[1].physical_network")
+    assert "0000:3b:00.0/p0" in message and "0000:3b:02.1" in message
+
+
+def test_nic_region_with_two_physical_networks_is_refused():
+    document = _document("1.0", _nic(_vf("0000:3b:02.0"),
+                                     _vf("0000:3b:02.1", "physnet2")))
+    with pytest.raises(exception.InvalidInventory,
+                       match="mixes physical networks physnet1 "
+                             r"\(0000:3b:02.0\), physnet2"):
+        inventory.validate(document)
+
+
+def test_nic_region_with_port_and_its_vfs_is_refused():
+    document = _document("1.0", _nic(_vf("0000:3b:00.0"),
+                                     _vf("0000:3b:02.0")))
+    with pytest.raises(exception.InvalidInventory,
+                       match="both the device's own function"):
+        inventory.validate(document)
+
+
+def test_nic_physical_network_needs_a_letter_or_digit():
+    document = _document("1.0", _nic(_vf("0000:3b:02.0", "--")))
+    with pytest.raises(exception.InvalidInventory,
+                       match="no letter or digit"):
+        inventory.validate(document)
+
+
+def test_physical_network_is_not_required_outside_nics():
+    inventory.validate(_document("1.0", _device(regions=[dict(
+        _device()["regions"][0],
+        attach_handles=[_vf("0000:17:00.0", physnet=None)])])))
+
+
+def test_nic_traits_are_named_as_cyborg_names_them():
+    assert inventory.physnet_trait("physnet1") == "CUSTOM_PHYSNET1"
+    assert inventory.physnet_trait("sriov-net.a") == "CUSTOM_SRIOV_NET_A"
+    device = _nic(_vf("0000:3b:02.0"))
+    assert inventory.nic_function(
+        device, _vf("0000:3B:00.0")) == inventory.NIC_PF_TRAIT
+    assert inventory.nic_function(
+        device, _vf("0000:3b:02.0")) == inventory.NIC_VF_TRAIT

@@ -17,6 +17,7 @@ calls Nova makes after the switch, against cyborg_lite."""
 
 import argparse
 import hashlib
+import json
 import os
 import uuid
 
@@ -203,6 +204,23 @@ def test_nova_flow_after_import(lite, source, capsys):
         listed = {item["uuid"] for item in response.get_json()[kind]}
         assert {r["uuid"] for r in recorded[table]} <= listed
     nova_flow(lite, cyborg17.driven(), "import-one", capsys, source)
+
+
+def test_nic_handles_keep_their_physical_network(cyborg, tmp_path):
+    rows = cyborg17.recording()
+    rows["devices"][0]["type"] = "NIC"
+    for handle in rows["attach_handles"]:
+        info = json.loads(handle["attach_info"])
+        handle["attach_info"] = json.dumps(
+            dict(info, physical_network="physnet1"), sort_keys=True)
+    source = cyborg17.load(f"sqlite:///{tmp_path}/nic.sqlite", rows)
+    assert run_import(cyborg.conf, source, apply=True) == 0
+    found = resolved(cyborg, TWO_ARQ_INSTANCE)
+    for arq_uuid, (_, function) in REAL_ANSWER.items():
+        # NOTE(test): what Nova 34 copies into the port's binding profile.
+        assert found[arq_uuid]["attach_handle_info"] == {
+            "domain": "0000", "bus": "0c", "device": "00",
+            "function": function, "physical_network": "physnet1"}
 
 
 def test_second_import_takes_only_what_is_new(lite, tmp_path, capsys):

@@ -18,6 +18,7 @@ cyborg_lite never sets a total below what is allocated, and keeps
 ``reserved <= total``.
 """
 
+import copy
 import uuid
 
 from accel_common.placement import client as placement_client
@@ -123,3 +124,30 @@ def test_capacity_leaves_unreported_providers_alone(placement_conn):
     assert capacity.set_capacity(client, str(uuid.uuid4()), "FPGA", 2) == \
         capacity.ABSENT
     assert client.writes == 0
+
+
+def test_nic_vfs_found_in_band_bring_their_traits(placement_conn,
+                                                  compute_node):
+    _, host = compute_node
+    node = str(uuid.uuid4())
+    found = documents.document(host, node, [documents.nic(node, 0)])
+    out_of_band = copy.deepcopy(found)
+    region = out_of_band["devices"][0]["regions"][0]
+    del region["attach_handles"]
+    client = placement_client.Client(placement_conn)
+    reporter.report(client, out_of_band)
+    label = f"{found['devices'][0]['pci_address']}/0"
+
+    outcomes = capacity.offer_handles(client, found, [label])
+
+    assert outcomes == {region["rp_uuid"]: capacity.UPDATED}
+    traits = set(placement_conn.placement.get(
+        f"/resource_providers/{region['rp_uuid']}/traits",
+        microversion=MV).json()["traits"])
+    assert {"CUSTOM_VF", "CUSTOM_PHYSNET1", "OWNER_CYBORG"} <= traits
+    inv = placement_conn.placement.get(
+        f"/resource_providers/{region['rp_uuid']}/inventories",
+        microversion=MV).json()["inventories"]["CUSTOM_NIC"]
+    assert inv["total"] == 4
+    assert capacity.offer_handles(client, found, [label]) == {
+        region["rp_uuid"]: capacity.UNCHANGED}

@@ -153,3 +153,50 @@ def test_merge_inventory_drops_a_changed_class(doc):
     provider = _provider(doc, 1)
     merged = tree.merge_inventory({"CUSTOM_OLD": {"total": 1}}, provider)
     assert set(merged) == {"PGPU"}
+
+
+def _nic_document(handles, pci="0000:3b:00.0"):
+    return {"schema_version": "1.0", "node_uuid": "n", "host": "compute-1",
+            "devices": [{
+                "id": "nic0", "type": "NIC", "vendor_id": "0x8086",
+                "product_id": "0x1572", "pci_address": pci,
+                "program_mode": "single",
+                "regions": [{"id": "p0", "rp_uuid": "4a1e1d4e-3b5c-5d6e-"
+                                                    "8f70-8192a3b4c5d6",
+                             "resource_class": "CUSTOM_NIC",
+                             "attach_handles": handles}]}]}
+
+
+def test_nic_vf_region_offers_every_vf_with_vf_and_physnet_traits():
+    handles = [{"type": "PCI", "pci_address": f"0000:3b:02.{i}",
+                "physical_network": "physnet1"} for i in range(4)]
+    provider = tree.desired_tree(_nic_document(handles)).providers[0]
+    assert provider.total == 4
+    assert provider.traits == {
+        "OWNER_CYBORG", "CUSTOM_PCI_INTEL", "CUSTOM_PCI_PRODUCT_ID_1572",
+        "CUSTOM_VF", "CUSTOM_PHYSNET1"}
+
+
+def test_nic_whole_port_region_is_a_pf():
+    handles = [{"type": "PCI", "pci_address": "0000:3b:00.0",
+                "physical_network": "physnet2"}]
+    provider = tree.desired_tree(_nic_document(handles)).providers[0]
+    assert {"CUSTOM_PF", "CUSTOM_PHYSNET2"} <= provider.traits
+    assert "CUSTOM_VF" not in provider.traits
+
+
+def test_nic_region_without_handles_keeps_the_vf_trait_set_in_band():
+    document = _nic_document([])
+    del document["devices"][0]["regions"][0]["attach_handles"]
+    provider = tree.desired_tree(document).providers[0]
+    assert not provider.traits & {"CUSTOM_VF", "CUSTOM_PF"}
+    current = {"OWNER_CYBORG", "CUSTOM_VF", "CUSTOM_PHYSNET1"}
+    assert tree.merge_traits(current, provider) >= current
+
+
+def test_nic_region_that_became_a_whole_port_loses_its_vf_trait():
+    handles = [{"type": "PCI", "pci_address": "0000:3b:00.0",
+                "physical_network": "physnet1"}]
+    provider = tree.desired_tree(_nic_document(handles)).providers[0]
+    merged = tree.merge_traits({"OWNER_CYBORG", "CUSTOM_VF"}, provider)
+    assert "CUSTOM_PF" in merged and "CUSTOM_VF" not in merged

@@ -192,3 +192,27 @@ def test_unreadable_profile_json_is_refused():
     assert not result.can_apply
     assert any("profile_json is not JSON" in line for line in result.refused)
     assert result.lines()[-1].startswith("The import cannot be done")
+
+
+def test_nic_handle_keeps_the_physical_network_cyborg_stored():
+    rows = cyborg17.recording()
+    rows["devices"][0]["type"] = "NIC"
+    named, unnamed = rows["attach_handles"][0], rows["attach_handles"][1]
+    # NOTE(test): as Cyborg's NIC driver writes it (utils.pci_str_to_json).
+    named["attach_info"] = (
+        '{"bus": "0c", "device": "0", "domain": "0000", "function": "1", '
+        '"physical_network": "physnet1"}')
+    result = _plan(rows)
+    assert result.can_apply
+    assert _handle(result, named["uuid"])["physical_network"] == "physnet1"
+    assert _handle(result, unnamed["uuid"])["physical_network"] is None
+    (line,) = [line for line in result.settled
+               if "no physical_network" in line]
+    assert line.startswith(f"{len(rows['attach_handles']) - 1} attach "
+                           "handle(s) of NICs")
+    assert unnamed["uuid"] in line and named["uuid"] not in line
+
+
+def test_handles_of_other_devices_need_no_physical_network():
+    result = _plan()
+    assert not any("physical_network" in line for line in result.settled)
