@@ -36,20 +36,28 @@ def _string(value):
 
 
 def device_entry(device):
-    """The ResourceSlice ``Device`` of a :class:`NodeDevice`."""
+    """The ResourceSlice ``Device`` of a :class:`NodeDevice`.
+
+    ``resource.kubernetes.io/pciBusID`` is the function the container
+    gets, published only where it is known before the bind (a whole card);
+    ``cardPCIBusID`` is the card's address on every device.
+    """
     attributes = {
         "type": _string(device.type),
-        "region": _string(device.region),
         "resourceProviderUUID": _string(device.rp_uuid),
         "deployableUUID": _string(device.deployable_uuid),
     }
-    optional = {"vendorID": device.vendor_id,
+    optional = {"region": device.region,
+                "deviceUUID": device.device_uuid,
+                "vendorID": device.vendor_id,
                 "productID": device.product_id,
                 "resourceClass": device.resource_class,
                 "bitstreamID": device.bitstream_id,
                 "model": device.model,
                 "functionTrait": device.function_trait,
-                PCI_BUS_ID: device.pci_address and device.pci_address.lower()}
+                "cardPCIBusID": (device.pci_address
+                                 and device.pci_address.lower()),
+                PCI_BUS_ID: device.pci_bus_id and device.pci_bus_id.lower()}
     attributes.update({key: _string(value)
                        for key, value in optional.items() if value})
     entry = {"name": device.name, "attributes": attributes}

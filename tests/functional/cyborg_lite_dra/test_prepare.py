@@ -15,6 +15,7 @@ cyborg_lite, as the kubelet calls them (v1 and v1beta1)."""
 
 import concurrent.futures
 import json
+import os
 import time
 
 import pytest
@@ -29,6 +30,35 @@ REGION1 = "fpga-0000-0f-00-0-r1"
 def _spec(plugin, uid):
     return json.loads(
         (plugin.cdi_dir / f"{env.DRIVER}-accelerator_{uid}.json").read_text())
+
+
+@pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
+def test_a_whole_gpu_bound_to_vfio_is_given_its_vfio_group(
+        tmp_path, plugin_factory, cyborg_lite, kube_apiserver):
+    sysfs = tmp_path / "sys"
+    function = sysfs / "bus" / "pci" / "devices" / env.GPU_PCI
+    function.mkdir(parents=True)
+    (sysfs / "kernel" / "iommu_groups" / "67").mkdir(parents=True)
+    os.symlink(sysfs / "kernel" / "iommu_groups" / "67",
+               function / "iommu_group")
+    plugin = plugin_factory(**{"dra.sysfs_root": sysfs,
+                               "dra.simulated_device_node": ""}).start()
+    claim = env.allocate(kube_apiserver, plugin, "gpu-0000-af-00-0",
+                         cyborg_lite.profile(resource_class="PGPU"))
+    uid = claim[1]
+
+    error, devices = plugin.prepare([claim])[uid]
+
+    assert error == ""
+    spec = _spec(plugin, uid)
+    (device,) = spec["devices"]
+    assert device["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/vfio/67"}]
+    assert spec["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/vfio/vfio"}]
+    env_vars = dict(v.split("=", 1) for v in spec["containerEdits"]["env"])
+    assert env_vars["PCIDEVICE_ACCEL_CYBORG_LITE_OPENSTACK_ORG_PGPU"] == (
+        env.GPU_PCI)
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])

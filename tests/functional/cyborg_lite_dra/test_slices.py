@@ -16,6 +16,8 @@ OpenAPI schema, stable across restarts, current as the inventory changes."""
 
 import uuid
 
+import pytest
+
 from accel_common import inventory
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.functional.cyborg_lite_dra import env
@@ -37,8 +39,9 @@ def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
     by_name = {d["name"]: d for d in spec["devices"]}
     assert sorted(by_name) == ["fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
     attributes = by_name["fpga-0000-0f-00-0-r1"]["attributes"]
-    assert attributes["resource.kubernetes.io/pciBusID"] == {
-        "string": cyborg_lite.pci}
+    # A region's container gets one of its VFs, known only once bound.
+    assert "resource.kubernetes.io/pciBusID" not in attributes
+    assert attributes["cardPCIBusID"] == {"string": cyborg_lite.pci}
     assert attributes["resourceProviderUUID"] == {
         "string": cyborg_lite.rps[1]}
     assert attributes["type"] == {"string": "FPGA"}
@@ -48,6 +51,25 @@ def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
     assert by_name["fpga-0000-0f-00-0-r1"]["capacity"] == {
         "accelerators": {"value": "2"}}
     assert kube_apiserver.writes
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+@pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
+def test_a_whole_gpu_is_published_with_its_function(plugin, cyborg_lite,
+                                                    kube_apiserver):
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                         "the slice")
+    by_name = {d["name"]: d for d in slice_["spec"]["devices"]}
+    assert sorted(by_name) == ["fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1",
+                               "gpu-0000-af-00-0"]
+    attributes = by_name["gpu-0000-af-00-0"]["attributes"]
+    assert attributes["resource.kubernetes.io/pciBusID"] == {
+        "string": env.GPU_PCI}
+    assert attributes["type"] == {"string": "GPU"}
+    assert attributes["resourceClass"] == {"string": "PGPU"}
+    assert "region" not in attributes
+    assert by_name["gpu-0000-af-00-0"]["capacity"] == {
+        "accelerators": {"value": "1"}}
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
 
 

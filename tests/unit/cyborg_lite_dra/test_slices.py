@@ -51,10 +51,18 @@ def test_device_entry_attributes():
     entry = slices.device_entry(_device(0, bitstream_id="bs-1",
                                         num_accelerators=0))
     assert entry["name"] == "fpga-0000-5e-00-0-r0"
-    assert entry["attributes"]["resource.kubernetes.io/pciBusID"] == {
-        "string": "0000:5e:00.0"}
+    assert "resource.kubernetes.io/pciBusID" not in entry["attributes"]
+    assert entry["attributes"]["cardPCIBusID"] == {"string": "0000:5e:00.0"}
     assert entry["attributes"]["bitstreamID"] == {"string": "bs-1"}
     assert "capacity" not in entry
+
+
+def test_a_whole_card_publishes_the_function_the_container_gets():
+    entry = slices.device_entry(_device(0, region=None,
+                                        pci_bus_id="0000:AF:00.0"))
+    assert entry["attributes"]["resource.kubernetes.io/pciBusID"] == {
+        "string": "0000:af:00.0"}
+    assert "region" not in entry["attributes"]
 
 
 def test_the_validator_refuses_what_kube_apiserver_refuses():
@@ -74,6 +82,7 @@ def test_the_validator_refuses_what_kube_apiserver_refuses():
     (("FPGA", "0000:5e:00.0", "0", "rp"), "fpga-0000-5e-00-0-r0"),
     (("GPU", "0000:AF:00.0", "gpu0", "rp"), "gpu-0000-af-00-0-rgpu0"),
     (("NIC", None, "0", "rp"), "nic-nopci-r0"),
+    (("GPU", "0000:af:00.0", None, "rp"), "gpu-0000-af-00-0"),
 ])
 def test_device_names_are_stable_dns_labels(args, expected):
     assert inventory.device_name(*args) == expected
