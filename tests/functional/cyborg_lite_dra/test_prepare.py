@@ -329,3 +329,71 @@ def test_a_plugin_killed_while_binding_resumes_from_the_checkpoint(
     finally:
         plugin.close()
         slow.close()
+
+
+def _device_status(kube_apiserver, claim):
+    namespace, _, name = claim
+    return kube_apiserver.claims[(namespace, name)]["status"].get("devices")
+
+
+def test_the_claim_status_says_which_handle_the_container_got(
+        plugin, cyborg_lite, kube_apiserver):
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile("nlb3"))
+    uid = claim[1]
+
+    assert plugin.prepare([claim])[uid][0] == ""
+
+    (arq,) = cyborg_lite.arqs_of(uid)
+    info = arq["attach_handle_info"]
+    address = (f"{info['domain']}:{info['bus']}:{info['device']}."
+               f"{info['function']}")
+    (status,) = _device_status(kube_apiserver, claim)
+    assert (status["driver"], status["pool"], status["device"]) == (
+        env.DRIVER, plugin.node, REGION0)
+    (ready,) = status["conditions"]
+    assert (ready["type"], ready["status"]) == ("Ready", "True")
+    assert status["data"] == {"handles": [{
+        "pciBusID": address, "type": "PCI", "acceleratorRequest": arq["uuid"],
+        "resourceProviderUUID": cyborg_lite.rps[0]}]}
+    assert [problems for _, _, problems
+            in kube_apiserver.claim_status_writes] == [[]]
+
+
+def test_a_nic_vf_with_a_netdev_gets_network_data(
+        tmp_path, plugin_factory, cyborg_lite, kube_apiserver):
+    sysfs = tmp_path / "sys"
+    for index in range(4):
+        address = cyborg_lite.device["regions"][index // 2][
+            "attach_handles"][index % 2]["pci_address"]
+        net = sysfs / "bus" / "pci" / "devices" / address / "net" / \
+            f"ens1f0v{index}"
+        net.mkdir(parents=True)
+        (net / "address").write_text(f"52:54:00:00:00:0{index}\n")
+    plugin = plugin_factory(**{"dra.sysfs_root": sysfs}).start()
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile())
+
+    assert plugin.prepare([claim])[claim[1]][0] == ""
+
+    (status,) = _device_status(kube_apiserver, claim)
+    (arq,) = cyborg_lite.arqs_of(claim[1])
+    index = [h["pci_address"] for r in cyborg_lite.device["regions"]
+             for h in r["attach_handles"]].index(
+        status["data"]["handles"][0]["pciBusID"])
+    assert status["networkData"] == {
+        "interfaceName": f"ens1f0v{index}",
+        "hardwareAddress": f"52:54:00:00:00:0{index}"}
+    assert all(problems == [] for _, _, problems
+               in kube_apiserver.claim_status_writes)
+
+
+def test_a_refused_status_write_does_not_fail_the_claim(
+        plugin, cyborg_lite, kube_apiserver):
+    kube_apiserver.validate_claim_status = lambda claim, status: ["no"]
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile())
+
+    assert plugin.prepare([claim])[claim[1]][0] == ""
+    assert _device_status(kube_apiserver, claim) is None
+    assert "Writing the device status of ResourceClaim" in plugin.log()

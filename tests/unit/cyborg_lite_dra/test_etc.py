@@ -60,7 +60,9 @@ def test_rbac_grants_what_the_plugin_calls():
     (role,) = [d for d in _load("rbac.yaml") if d["kind"] == "ClusterRole"]
     grants = {(r, v) for rule in role["rules"] for r in rule["resources"]
               for v in rule["verbs"]}
-    for needed in [("resourceclaims", "get"), ("resourceslices", "list"),
+    for needed in [("resourceclaims", "get"),
+                   ("resourceclaims/status", "update"),
+                   ("resourceslices", "list"),
                    ("resourceslices", "create"), ("resourceslices", "update"),
                    ("resourceslices", "delete")]:
         assert needed in grants
