@@ -27,16 +27,20 @@ import json
 import re
 import threading
 
+from cyborg_lite_dra import functions
+
 #: One allocatable DRA device: a cyborg_lite deployable (a region, or a
 #: whole card) of this node. ``pci_address`` is the card's address,
 #: ``pci_bus_id`` the function a container gets when it is known before
-#: the bind (a whole card), else None; ``region`` is None for a whole card.
+#: the bind (a whole card), else None; ``region`` is None for a whole card;
+#: ``device_status`` is cyborg_lite's (``enabled`` or ``maintaining``),
+#: ``gone`` whether Placement marks the device vanished.
 NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
     "num_accelerators", "model", "function_trait", "pci_bus_id",
-    "device_uuid", "device_status"],
-    defaults=[None, None, None, None])
+    "device_uuid", "device_status", "gone"],
+    defaults=[None, None, None, None, False])
 
 #: Resource classes whose handles are mediated devices of the card (their
 #: parent function is the card).
@@ -190,8 +194,9 @@ class NodeInventory:
     (a device allocated from a slice published before a restart).
 
     :param client: a :class:`cyborg_lite_dra.cyborg.Client`.
-    :param functions: optional ``functions(rp uuids) -> {rp uuid: function
-        trait}`` (:class:`cyborg_lite_dra.functions.FunctionTraits`).
+    :param functions: optional ``functions(rp uuids) -> {rp uuid: traits}``
+        (:class:`cyborg_lite_dra.functions.FunctionTraits`): gives each
+        device its function trait and whether its device is gone.
     """
 
     def __init__(self, client, hostname, functions=None):
@@ -206,8 +211,11 @@ class NodeInventory:
         devices = node_devices(self._client, self._hostname)
         if self._functions is not None and devices:
             traits = self._functions([d.rp_uuid for d in devices])
-            devices = [d._replace(function_trait=traits.get(d.rp_uuid))
-                       for d in devices]
+            devices = [d._replace(
+                function_trait=functions.function_of(
+                    traits.get(d.rp_uuid, ())),
+                gone=functions.RETIRED_TRAIT in traits.get(d.rp_uuid, ()))
+                for d in devices]
         with self._lock:
             self._by_name = {d.name: d for d in devices}
         return devices

@@ -30,17 +30,39 @@ MAX_DEVICES = 128
 
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 
+#: ``health`` attribute values, and the taint of each unhealthy one:
+#: (taint key in the driver's domain, effect).
+HEALTHY = "ok"
+MAINTAINING = "maintaining"
+GONE = "gone"
+TAINTS = {MAINTAINING: ("maintaining", "NoSchedule"),
+          GONE: ("gone", "NoExecute")}
+
+
+def health(device):
+    """``gone`` (Placement marks its device vanished), ``maintaining``
+    (an operator disabled its device in cyborg_lite) or ``ok``."""
+    if device.gone:
+        return GONE
+    if device.device_status == MAINTAINING:
+        return MAINTAINING
+    return HEALTHY
+
 
 def _string(value):
     return {"string": str(value)}
 
 
-def device_entry(device):
+def device_entry(device, driver=None, taints=False):
     """The ResourceSlice ``Device`` of a :class:`NodeDevice`.
 
     ``resource.kubernetes.io/pciBusID`` is the function the container
     gets, published only where it is known before the bind (a whole card);
-    ``cardPCIBusID`` is the card's address on every device.
+    ``cardPCIBusID`` is the card's address on every device. ``health``
+    says whether the device may be used; with ``taints`` (clusters with
+    the ``DRADeviceTaints`` feature gate) an unhealthy device also carries
+    a taint ``<driver>/maintaining`` (NoSchedule) or ``<driver>/gone``
+    (NoExecute: pods using it are evicted).
     """
     attributes = {
         "type": _string(device.type),
@@ -60,7 +82,13 @@ def device_entry(device):
                 PCI_BUS_ID: device.pci_bus_id and device.pci_bus_id.lower()}
     attributes.update({key: _string(value)
                        for key, value in optional.items() if value})
+    state = health(device)
+    attributes["health"] = _string(state)
     entry = {"name": device.name, "attributes": attributes}
+    if taints and state in TAINTS:
+        key, effect = TAINTS[state]
+        entry["taints"] = [{"key": f"{driver}/{key}", "value": state,
+                            "effect": effect}]
     if device.num_accelerators:
         entry["capacity"] = {
             "accelerators": {"value": str(device.num_accelerators)}}
@@ -72,10 +100,10 @@ def slice_name(node, driver, index):
     return f"{node}-{driver}-{index}".lower()[:253]
 
 
-def desired(devices, driver, node, generation):
+def desired(devices, driver, node, generation, taints=False):
     """The ResourceSlice documents for ``devices`` (at least one device
     each; none when there are no devices)."""
-    entries = [device_entry(d) for d in devices]
+    entries = [device_entry(d, driver, taints) for d in devices]
     chunks = [entries[i:i + MAX_DEVICES]
               for i in range(0, len(entries), MAX_DEVICES)]
     return [{
@@ -88,15 +116,26 @@ def desired(devices, driver, node, generation):
     } for index, chunk in enumerate(chunks)]
 
 
+def _device_content(device):
+    if not device.get("taints"):
+        return device
+    # NOTE(dra): the API server stamps timeAdded on a taint written
+    # without one.
+    return dict(device, taints=[
+        {k: v for k, v in taint.items() if k != "timeAdded"}
+        for taint in device["taints"]])
+
+
 def _content(slice_):
     spec = slice_.get("spec", {})
-    return (slice_["metadata"]["name"], spec.get("devices", []),
+    return (slice_["metadata"]["name"],
+            [_device_content(d) for d in spec.get("devices", [])],
             spec.get("pool", {}).get("resourceSliceCount"))
 
 
-def sync(api, driver, node, devices, attempts=3):
+def sync(api, driver, node, devices, attempts=3, taints=False):
     """Make the API server's slices of ``driver`` on ``node`` describe
-    ``devices``.
+    ``devices`` (with taints for unhealthy ones when ``taints``).
 
     :param api: a :class:`cyborg_lite_dra.kube.Kube`.
     :returns: True when something was written.
@@ -108,13 +147,13 @@ def sync(api, driver, node, devices, attempts=3):
         generations = {s["spec"]["pool"].get("generation", 0)
                        for s in existing.values()}
         current = max(generations, default=0)
-        wanted = desired(devices, driver, node, current)
+        wanted = desired(devices, driver, node, current, taints)
         if (len(generations) <= 1 and sorted(map(_content, wanted))
                 == sorted(map(_content, existing.values()))):
             return False
         try:
             _write(api, existing, desired(devices, driver, node,
-                                          current + 1))
+                                          current + 1, taints))
             LOG.info("Published %d device(s) of %s in %d ResourceSlice(s), "
                      "pool generation %d", len(devices), node,
                      len(wanted), current + 1)

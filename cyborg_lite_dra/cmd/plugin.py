@@ -46,7 +46,7 @@ def publish(conf, node_inventory, kube_api):
     try:
         devices = node_inventory.refresh()
         slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
-                    devices)
+                    devices, taints=conf.dra.device_taints)
         return True
     except (cyborg.CyborgError, kube.KubeError) as error:
         LOG.warning("Publishing the ResourceSlices of %s failed: %s",

@@ -72,6 +72,17 @@ opts = [
                help="Seconds between reads of the node's cyborg_lite "
                     "inventory to keep its ResourceSlices current. 0: "
                     "publish once at start only."),
+    cfg.BoolOpt("device_taints", default=False,
+                help="Publish a device taint on each unhealthy device: "
+                     "<driver_name>/maintaining (NoSchedule) while an "
+                     "operator has disabled its cyborg_lite device, "
+                     "<driver_name>/gone (NoExecute, its pods are evicted) "
+                     "once Placement marks the device vanished. Needs the "
+                     "DRADeviceTaints feature gate (alpha, off by default "
+                     "in Kubernetes 1.33 and 1.34): an API server without "
+                     "it drops the field. Whatever this says, every device "
+                     "carries a health attribute (ok, maintaining, gone) "
+                     "DeviceClass selectors can require."),
     cfg.StrOpt("sysfs_root", default="/sys",
                help="Where sysfs is mounted (the attach handles' IOMMU "
                     "groups are read from it); in a container, the "

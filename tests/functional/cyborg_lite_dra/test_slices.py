@@ -129,3 +129,64 @@ def test_a_refusing_api_server_is_logged_and_retried(
           "the logged failure")
     assert "(401)" in plugin.log()
     assert kube_apiserver.slices == {}
+
+
+def _device_uuid(cyborg_lite):
+    status, body = cyborg_lite.call(
+        "GET", f"/v2/devices?hostname={cyborg_lite.host}", env.ADMIN)
+    assert status == 200, body
+    (device,) = body["devices"]
+    return device["uuid"]
+
+
+def test_a_disabled_device_is_tainted_and_untainted_on_enable(
+        plugin_factory, cyborg_lite, kube_apiserver):
+    plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def tainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return all(d.get("taints") for d in devices) and devices
+
+    for device in env.wait(tainted, "the taints"):
+        assert device["taints"] == [{
+            "key": f"{env.DRIVER}/maintaining", "value": "maintaining",
+            "effect": "NoSchedule"}]
+        assert device["attributes"]["health"] == {"string": "maintaining"}
+
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/enable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def untainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return not any(d.get("taints") for d in devices) and devices
+
+    for device in env.wait(untainted, "the taints gone"):
+        assert device["attributes"]["health"] == {"string": "ok"}
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+def test_without_device_taints_a_disabled_device_says_so_in_health(
+        plugin, cyborg_lite, kube_apiserver):
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def maintaining():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return all(d["attributes"]["health"] == {"string": "maintaining"}
+                   for d in devices) and devices
+
+    assert not any(d.get("taints") for d in env.wait(maintaining,
+                                                      "the health"))

@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import json
+
 import pytest
 
 from cyborg_lite_dra import inventory
@@ -95,3 +97,30 @@ def test_a_name_too_long_becomes_a_digest():
                                          "rp-1")
     assert name != inventory.device_name("FPGA", "0000:5e:00.0", "r" * 80,
                                          "rp-2")
+
+
+@pytest.mark.parametrize("overrides, health, taint", [
+    ({}, "ok", None),
+    ({"device_status": "maintaining"}, "maintaining",
+     {"key": f"{DRIVER}/maintaining", "value": "maintaining",
+      "effect": "NoSchedule"}),
+    ({"device_status": "maintaining", "gone": True}, "gone",
+     {"key": f"{DRIVER}/gone", "value": "gone", "effect": "NoExecute"}),
+])
+def test_an_unhealthy_device_is_tainted(overrides, health, taint):
+    device = _device(0, **overrides)
+    entry = slices.device_entry(device, DRIVER, taints=True)
+    assert entry["attributes"]["health"] == {"string": health}
+    assert entry.get("taints") == ([taint] if taint else None)
+    assert "taints" not in slices.device_entry(device, DRIVER)
+    body = slices.desired([device], DRIVER, "n", 1, taints=True)[0]
+    assert kube_apiserver.validate_slice(body) == []
+
+
+def test_a_taint_stamped_by_the_api_server_is_no_change():
+    device = _device(0, device_status="maintaining")
+    (body,) = slices.desired([device], DRIVER, "n", 1, taints=True)
+    stored = json.loads(json.dumps(body))
+    stored["spec"]["devices"][0]["taints"][0]["timeAdded"] = (
+        "2026-11-28T00:00:00Z")
+    assert slices._content(stored) == slices._content(body)
