@@ -83,6 +83,15 @@ opts = [
                      "it drops the field. Whatever this says, every device "
                      "carries a health attribute (ok, maintaining, gone) "
                      "DeviceClass selectors can require."),
+    cfg.IntOpt("healthcheck_port", default=51515, min=-1, max=65535,
+               help="TCP port of the plugin's grpc.health.v1.Health service "
+                    "(services \"\" and \"liveness\"), for the kubelet's "
+                    "gRPC liveness probe: it answers SERVING when the "
+                    "registration and DRA sockets answer. -1: not served; "
+                    "0: a free port (logged)."),
+    cfg.StrOpt("healthcheck_address", default="0.0.0.0",
+               help="Address the health service listens on; the kubelet "
+                    "probes the pod's IP."),
     cfg.StrOpt("sysfs_root", default="/sys",
                help="Where sysfs is mounted (the attach handles' IOMMU "
                     "groups are read from it); in a container, the "

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +32,8 @@ import time
 import uuid
 
 import grpc
+from grpc_health.v1 import health_pb2
+from grpc_health.v1 import health_pb2_grpc
 import requests
 
 from accel_common import inventory
@@ -228,6 +231,8 @@ class Plugin:
             "dra.simulated_device_node": "/dev/null",
             "dra.publish_interval": 1,
             "dra.poll_interval": 0.1,
+            "dra.healthcheck_port": 0,
+            "dra.healthcheck_address": "127.0.0.1",
             "cyborg.auth_type": "none",
             "cyborg.endpoint_override": f"{cyborg.url}/v2",
         }
@@ -312,7 +317,10 @@ class Plugin:
             return "(no log)"
 
     def _channel(self, path):
-        channel = grpc.insecure_channel(f"unix://{path}")
+        return self._channel_to(f"unix://{path}")
+
+    def _channel_to(self, target):
+        channel = grpc.insecure_channel(target)
         self.channels.append(channel)
         return channel
 
@@ -353,6 +361,22 @@ class Plugin:
                 api.Claim(namespace=ns, uid=uid, name=name)
                 for ns, uid, name in claims]), timeout=timeout)
         return {uid: entry.error for uid, entry in response.claims.items()}
+
+    def health(self, service="liveness", timeout=10):
+        """The health service's answer, as the kubelet's gRPC probe asks
+        (the port the plugin logged)."""
+        ports = re.findall(r"Serving grpc\.health\.v1\.Health on "
+                           r"127\.0\.0\.1:(\d+)", self.log_text())
+        stub = health_pb2_grpc.HealthStub(
+            self._channel_to(f"127.0.0.1:{ports[-1]}"))
+        return stub.Check(health_pb2.HealthCheckRequest(service=service),
+                          timeout=timeout).status
+
+    def log_text(self):
+        try:
+            return self.log_file.read_text()
+        except OSError:
+            return ""
 
     def checkpoint(self):
         path = self.plugin_dir / "checkpoint.json"

@@ -21,6 +21,7 @@ import re
 import yaml
 
 from cyborg_lite_dra import inventory
+from cyborg_lite_dra import service
 from cyborg_lite_dra import slices
 from cyborg_lite_dra.conf import dra
 
@@ -78,3 +79,13 @@ def test_daemonset_mounts_the_default_directories():
         assert defaults[option] in mounts
     assert "/var/lib/kubelet/plugins" in mounts
     assert any(e["name"] == "OS_DRA__NODE_NAME" for e in container["env"])
+
+
+def test_daemonset_probes_the_health_service():
+    (daemonset,) = _load("daemonset.yaml")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    probe = container["livenessProbe"]["grpc"]
+    defaults = {o.name: o.default for o in dra.opts}
+    assert probe == {"port": defaults["healthcheck_port"],
+                     "service": "liveness"}
+    assert probe["service"] in service.HealthServicer.SERVICES
