@@ -73,6 +73,9 @@ class KubeApiServer:
                                       or (lambda claim, status: []))
         #: ``((namespace, name), status, problems)`` of every status PUT.
         self.claim_status_writes = []
+        #: Feature gates turned off (``DRAPartitionableDevices``,
+        #: ``DRADeviceTaints``): their fields are dropped from writes.
+        self.gates_off = set()
         self.token = uuid.uuid4().hex
         self.slices = {}
         self.claims = {}
@@ -246,7 +249,28 @@ class KubeApiServer:
                 "metadata": {"resourceVersion": str(self._version)},
                 "items": items}
 
+    def _drop_disabled(self, body):
+        """Drop the fields of features whose gate is off, as kube-apiserver
+        does on a write: ``spec.sharedCounters`` and devices'
+        ``consumesCounters`` (DRAPartitionableDevices), devices' ``taints``
+        (DRADeviceTaints)."""
+        if not isinstance(body, dict) or not isinstance(
+                body.get("spec"), dict):
+            return body
+        spec = body["spec"]
+        if "DRAPartitionableDevices" in self.gates_off:
+            spec.pop("sharedCounters", None)
+        for device in spec.get("devices") or []:
+            if not isinstance(device, dict):
+                continue
+            if "DRAPartitionableDevices" in self.gates_off:
+                device.pop("consumesCounters", None)
+            if "DRADeviceTaints" in self.gates_off:
+                device.pop("taints", None)
+        return body
+
     def _check(self, verb, body):
+        body = self._drop_disabled(body)
         problems = self.validate(body) if isinstance(body, dict) else [
             "the body is not a JSON object"]
         self.writes.append((verb, copy.deepcopy(body), problems))

@@ -34,13 +34,15 @@ from cyborg_lite_dra import functions
 #: ``pci_bus_id`` the function a container gets when it is known before
 #: the bind (a whole card), else None; ``region`` is None for a whole card;
 #: ``device_status`` is cyborg_lite's (``enabled`` or ``maintaining``),
-#: ``gone`` whether Placement marks the device vanished.
+#: ``gone`` whether Placement marks the device vanished; ``partition`` the
+#: index of a one-handle share of a deployable (:func:`partitions`), else
+#: None.
 NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
     "num_accelerators", "model", "function_trait", "pci_bus_id",
-    "device_uuid", "device_status", "gone"],
-    defaults=[None, None, None, None, False])
+    "device_uuid", "device_status", "gone", "partition"],
+    defaults=[None, None, None, None, False, None])
 
 #: Resource classes whose handles are mediated devices of the card (their
 #: parent function is the card).
@@ -71,6 +73,29 @@ def device_name(device_type, pci_address, region, rp_uuid):
     digest = hashlib.sha256(rp_uuid.encode()).hexdigest()[:16]
     prefix = _NOT_LABEL.sub("", device_type.lower())[:40] or "device"
     return f"{prefix}-{digest}"
+
+
+def partition_name(name, index):
+    """The DNS label of the ``index``-th one-handle share of device
+    ``name``: ``<name>-h<index>``, its digest when that is too long."""
+    label = f"{name}-h{index}"
+    if DNS_LABEL.match(label):
+        return label
+    digest = hashlib.sha256(label.encode()).hexdigest()[:16]
+    return f"{name[:40].rstrip('-')}-{digest}"
+
+
+def partitions(device):
+    """The one-handle shares of a deployable with several attach handles
+    (none for one with a single handle): each a :class:`NodeDevice` on the
+    same resource provider, one accelerator, named by
+    :func:`partition_name`."""
+    count = device.num_accelerators or 0
+    if count <= 1 or device.partition is not None:
+        return []
+    return [device._replace(name=partition_name(device.name, index),
+                            num_accelerators=1, partition=index)
+            for index in range(count)]
 
 
 def _attributes(deployable):
@@ -217,13 +242,20 @@ class NodeInventory:
                 gone=functions.RETIRED_TRAIT in traits.get(d.rp_uuid, ()))
                 for d in devices]
         with self._lock:
+            # NOTE(dra): shares are found whether or not they are published
+            # now: a claim may hold one from an earlier publication.
             self._by_name = {d.name: d for d in devices}
+            self._by_name.update({p.name: p for d in devices
+                                  for p in partitions(d)})
         return devices
 
     def find(self, name):
-        """The :class:`NodeDevice` named ``name``, or None."""
+        """The :class:`NodeDevice` named ``name`` (a deployable or one of
+        its shares), or None."""
         with self._lock:
             device = self._by_name.get(name)
         if device is None:
-            device = {d.name: d for d in self.refresh()}.get(name)
+            self.refresh()
+            with self._lock:
+                device = self._by_name.get(name)
         return device

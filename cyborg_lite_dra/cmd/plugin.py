@@ -40,13 +40,29 @@ from cyborg_lite_dra.conf import dra
 LOG = logging.getLogger(__name__)
 
 
-def publish(conf, node_inventory, kube_api):
+def publish(conf, node_inventory, kube_api, state=None):
     """Read the node's devices and publish them; errors are logged (the
-    next round tries again). Returns True when the slices are current."""
+    next round tries again). Returns True when the slices are current.
+
+    :param state: a dict kept across rounds: once the API server has dropped
+        the shared counters of partitioned deployables, they are published
+        whole (``partitions_dropped``).
+    """
+    state = {} if state is None else state
+    partitionable = (conf.dra.partitionable_devices
+                     and not state.get("partitions_dropped"))
     try:
         devices = node_inventory.refresh()
-        slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
-                    devices, taints=conf.dra.device_taints)
+        try:
+            slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
+                        devices, taints=conf.dra.device_taints,
+                        partitionable=partitionable)
+        except slices.PartitionsDropped as error:
+            LOG.error("%s: publishing every deployable whole, one claim "
+                      "each, until the plugin restarts", error)
+            state["partitions_dropped"] = True
+            slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
+                        devices, taints=conf.dra.device_taints)
         return True
     except (cyborg.CyborgError, kube.KubeError) as error:
         LOG.warning("Publishing the ResourceSlices of %s failed: %s",
@@ -55,9 +71,10 @@ def publish(conf, node_inventory, kube_api):
 
 
 def _publisher(conf, node_inventory, kube_api, stop):
+    state = {}
     while not stop.is_set():
         try:
-            publish(conf, node_inventory, kube_api)
+            publish(conf, node_inventory, kube_api, state)
         except Exception:
             # NOTE(dra): the slices must keep being published whatever
             # one round met.

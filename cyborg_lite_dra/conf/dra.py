@@ -83,6 +83,17 @@ opts = [
                      "it drops the field. Whatever this says, every device "
                      "carries a health attribute (ok, maintaining, gone) "
                      "DeviceClass selectors can require."),
+    cfg.BoolOpt("partitionable_devices", default=False,
+                help="Publish a deployable with several attach handles (a "
+                     "region's VFs, a card's vGPUs) so that as many claims "
+                     "as it has handles can share it: a shared counter set "
+                     "of its handles, the deployable whole (consuming them "
+                     "all) and one device per handle, <name>-h<index> "
+                     "(consuming one). Needs the DRAPartitionableDevices "
+                     "feature gate (alpha, off by default in Kubernetes "
+                     "1.33 and 1.34); an API server that drops the counters "
+                     "is noticed, logged, and the plugin falls back to one "
+                     "device per deployable until it restarts."),
     cfg.IntOpt("healthcheck_port", default=51515, min=-1, max=65535,
                help="TCP port of the plugin's grpc.health.v1.Health service "
                     "(services \"\" and \"liveness\"), for the kubelet's "

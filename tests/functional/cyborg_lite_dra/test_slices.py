@@ -190,3 +190,61 @@ def test_without_device_taints_a_disabled_device_says_so_in_health(
 
     assert not any(d.get("taints") for d in env.wait(maintaining,
                                                       "the health"))
+
+
+def _address(arq):
+    info = arq["attach_handle_info"]
+    return (f"{info['domain']}:{info['bus']}:{info['device']}."
+            f"{info['function']}")
+
+
+def test_two_claims_share_a_partitioned_region(plugin_factory, cyborg_lite,
+                                               kube_apiserver):
+    plugin = plugin_factory(**{"dra.partitionable_devices": "true"}).start()
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                         "the slice")
+    names = sorted(d["name"] for d in slice_["spec"]["devices"])
+    region = "fpga-0000-0f-00-0-r0"
+    assert names == [region, f"{region}-h0", f"{region}-h1",
+                     "fpga-0000-0f-00-0-r1", "fpga-0000-0f-00-0-r1-h0",
+                     "fpga-0000-0f-00-0-r1-h1"]
+    assert {c["name"] for c in slice_["spec"]["sharedCounters"]} == {
+        region, "fpga-0000-0f-00-0-r1"}
+    profile = cyborg_lite.profile("nlb3")
+    # As the scheduler allocates two shares whose counters fit the region.
+    claims = [env.allocate(kube_apiserver, plugin, f"{region}-h{i}", profile)
+              for i in range(2)]
+
+    answers = plugin.prepare(claims)
+
+    assert [answers[c[1]][0] for c in claims] == ["", ""]
+    arqs = [cyborg_lite.arqs_of(c[1]) for c in claims]
+    assert [a["device_rp_uuid"] for (a,) in arqs] == [cyborg_lite.rps[0]] * 2
+    assert len({_address(a) for (a,) in arqs}) == 2
+    for claim in claims:
+        (status,) = kube_apiserver.claims[(claim[0], claim[2])]["status"][
+            "devices"]
+        assert status["device"].startswith(f"{region}-h")
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+    assert plugin.unprepare(claims) == {c[1]: "" for c in claims}
+
+
+def test_an_api_server_without_partitions_gets_whole_regions(
+        plugin_factory, kube_apiserver):
+    kube_apiserver.gates_off.add("DRAPartitionableDevices")
+    plugin = plugin_factory(**{"dra.partitionable_devices": "true"}).start()
+
+    def whole():
+        found = _node_slices(kube_apiserver, plugin.node)
+        return (found and len(found[0]["spec"]["devices"]) == 2
+                and found[0])
+
+    slice_ = env.wait(whole, "whole regions")
+    assert sorted(d["name"] for d in slice_["spec"]["devices"]) == [
+        "fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
+    assert "DRAPartitionableDevices feature gate off" in plugin.log()
+    writes = len(kube_apiserver.writes)
+    lists = len(kube_apiserver.requests)
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
+             "more publish rounds")
+    assert len(kube_apiserver.writes) == writes

@@ -124,3 +124,51 @@ def test_a_taint_stamped_by_the_api_server_is_no_change():
     stored["spec"]["devices"][0]["taints"][0]["timeAdded"] = (
         "2026-11-28T00:00:00Z")
     assert slices._content(stored) == slices._content(body)
+
+
+def test_a_partitioned_region_shares_its_handles():
+    device = _device(0, num_accelerators=4)
+    (body,) = slices.desired([device, _device(1, num_accelerators=1)],
+                             DRIVER, "n", 1, partitionable=True)
+    assert kube_apiserver.validate_slice(body) == []
+    spec = body["spec"]
+    assert spec["sharedCounters"] == [{
+        "name": device.name, "counters": {"handles": {"value": "4"}}}]
+    by_name = {d["name"]: d for d in spec["devices"]}
+    assert sorted(by_name) == [device.name] + [
+        f"{device.name}-h{i}" for i in range(4)] + ["fpga-0000-5e-00-0-r1"]
+    assert by_name[device.name]["consumesCounters"] == [{
+        "counterSet": device.name, "counters": {"handles": {"value": "4"}}}]
+    share = by_name[f"{device.name}-h2"]
+    assert share["consumesCounters"] == [{
+        "counterSet": device.name, "counters": {"handles": {"value": "1"}}}]
+    assert share["attributes"]["partition"] == {"int": 2}
+    assert share["capacity"] == {"accelerators": {"value": "1"}}
+    assert share["attributes"]["resourceProviderUUID"] == \
+        by_name[device.name]["attributes"]["resourceProviderUUID"]
+    assert "consumesCounters" not in by_name["fpga-0000-5e-00-0-r1"]
+
+
+def test_partitioned_regions_split_at_32_counter_sets():
+    devices = [_device(i, num_accelerators=2) for i in range(40)]
+    wanted = slices.desired(devices, DRIVER, "n", 1, partitionable=True)
+    assert [len(s["spec"]["sharedCounters"]) for s in wanted] == [32, 8]
+    for body in wanted:
+        assert kube_apiserver.validate_slice(body) == []
+        names = {c["name"] for c in body["spec"]["sharedCounters"]}
+        assert all(c["counterSet"] in names for d in body["spec"]["devices"]
+                   for c in d["consumesCounters"])
+
+
+def test_without_partitions_a_region_is_one_device():
+    (body,) = slices.desired([_device(0, num_accelerators=4)], DRIVER, "n",
+                             1)
+    assert "sharedCounters" not in body["spec"]
+    assert len(body["spec"]["devices"]) == 1
+
+
+def test_share_names_stay_dns_labels():
+    name = "x" * 62
+    assert inventory.DNS_LABEL.match(inventory.partition_name(name, 7))
+    assert inventory.partition_name(name, 7) != inventory.partition_name(
+        name, 8)
