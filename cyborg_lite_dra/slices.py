@@ -194,10 +194,31 @@ def _content(slice_):
             spec.get("pool", {}).get("resourceSliceCount"))
 
 
-class PartitionsDropped(Exception):
-    """The API server stored the slices without their shared counters
-    (its ``DRAPartitionableDevices`` feature gate is off): the shares would
-    be allocatable as independent devices."""
+class FieldsDropped(Exception):
+    """The API server stored the slices without fields of a feature whose
+    gate is off there (``feature``: ``partitions`` for the shared counters
+    of ``DRAPartitionableDevices``, ``taints`` for ``DRADeviceTaints``):
+    without counters the shares would be independent devices, and either
+    way every round would write the slices again."""
+
+    def __init__(self, feature, message):
+        super().__init__(message)
+        self.feature = feature
+
+
+def _dropped(stored):
+    """The first feature whose fields a write came back without."""
+    for sent, body in stored:
+        spec = (body or {}).get("spec", {})
+        if sent["spec"].get("sharedCounters") and \
+                not spec.get("sharedCounters"):
+            return "partitions", "DRAPartitionableDevices"
+        kept = {d.get("name") for d in spec.get("devices", [])
+                if d.get("taints")}
+        if any(d.get("taints") and d["name"] not in kept
+               for d in sent["spec"]["devices"]):
+            return "taints", "DRADeviceTaints"
+    return None
 
 
 def sync(api, driver, node, devices, attempts=3, taints=False,
@@ -209,8 +230,8 @@ def sync(api, driver, node, devices, attempts=3, taints=False,
     :param api: a :class:`cyborg_lite_dra.kube.Kube`.
     :returns: True when something was written.
     :raises kube.KubeError: when the API server keeps refusing.
-    :raises PartitionsDropped: the slices were written, but the API server
-        dropped their counters.
+    :raises FieldsDropped: the slices were written, but the API server
+        dropped their counters or taints.
     """
     for attempt in range(attempts):
         existing = {s["metadata"]["name"]: s
@@ -235,13 +256,12 @@ def sync(api, driver, node, devices, attempts=3, taints=False,
         LOG.info("Published %d device(s) of %s in %d ResourceSlice(s), "
                  "pool generation %d", len(devices), node, len(wanted),
                  current + 1)
-        if any(sent["spec"].get("sharedCounters")
-               and not (body or {}).get("spec", {}).get("sharedCounters")
-               for sent, body in stored):
-            raise PartitionsDropped(
-                f"the API server dropped the shared counters of the "
-                f"ResourceSlices of {node} (is the DRAPartitionableDevices "
-                f"feature gate off?)")
+        dropped = _dropped(stored)
+        if dropped:
+            raise FieldsDropped(dropped[0], (
+                f"the API server dropped the {dropped[0]} of the "
+                f"ResourceSlices of {node} (is the {dropped[1]} feature "
+                f"gate off?)"))
         return True
     return False
 

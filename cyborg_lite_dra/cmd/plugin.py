@@ -44,26 +44,28 @@ def publish(conf, node_inventory, kube_api, state=None):
     """Read the node's devices and publish them; errors are logged (the
     next round tries again). Returns True when the slices are current.
 
-    :param state: a dict kept across rounds: once the API server has dropped
-        the shared counters of partitioned deployables, they are published
-        whole (``partitions_dropped``).
+    :param state: a dict kept across rounds: the features the API server
+        dropped the fields of (``dropped``), published without them from
+        then on.
     """
     state = {} if state is None else state
-    partitionable = (conf.dra.partitionable_devices
-                     and not state.get("partitions_dropped"))
+    dropped = state.setdefault("dropped", set())
     try:
         devices = node_inventory.refresh()
-        try:
-            slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
-                        devices, taints=conf.dra.device_taints,
-                        partitionable=partitionable)
-        except slices.PartitionsDropped as error:
-            LOG.error("%s: publishing every deployable whole, one claim "
-                      "each, until the plugin restarts", error)
-            state["partitions_dropped"] = True
-            slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
-                        devices, taints=conf.dra.device_taints)
-        return True
+        for _ in range(3):
+            try:
+                slices.sync(
+                    kube_api, conf.dra.driver_name, conf.dra.node_name,
+                    devices,
+                    taints=conf.dra.device_taints and "taints" not in dropped,
+                    partitionable=(conf.dra.partitionable_devices
+                                   and "partitions" not in dropped))
+                return True
+            except slices.FieldsDropped as error:
+                LOG.error("%s: publishing without them until the plugin "
+                          "restarts", error)
+                dropped.add(error.feature)
+        return False
     except (cyborg.CyborgError, kube.KubeError) as error:
         LOG.warning("Publishing the ResourceSlices of %s failed: %s",
                     conf.dra.node_name, error)

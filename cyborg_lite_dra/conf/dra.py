@@ -79,8 +79,10 @@ opts = [
                      "<driver_name>/gone (NoExecute, its pods are evicted) "
                      "once Placement marks the device vanished. Needs the "
                      "DRADeviceTaints feature gate (alpha, off by default "
-                     "in Kubernetes 1.33 and 1.34): an API server without "
-                     "it drops the field. Whatever this says, every device "
+                     "in Kubernetes 1.33 and 1.34); an API server that drops "
+                     "the field is noticed, logged, and the plugin publishes "
+                     "without taints until it restarts. Whatever this says, "
+                     "every device "
                      "carries a health attribute (ok, maintaining, gone) "
                      "DeviceClass selectors can require."),
     cfg.BoolOpt("partitionable_devices", default=False,

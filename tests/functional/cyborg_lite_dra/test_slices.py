@@ -243,6 +243,32 @@ def test_an_api_server_without_partitions_gets_whole_regions(
     assert sorted(d["name"] for d in slice_["spec"]["devices"]) == [
         "fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
     assert "DRAPartitionableDevices feature gate off" in plugin.log()
+    assert "publishing without them" in plugin.log()
+    writes = len(kube_apiserver.writes)
+    lists = len(kube_apiserver.requests)
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
+             "more publish rounds")
+    assert len(kube_apiserver.writes) == writes
+
+
+def test_an_api_server_without_taints_gets_the_health_attribute_only(
+        plugin_factory, cyborg_lite, kube_apiserver):
+    kube_apiserver.gates_off.add("DRADeviceTaints")
+    plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+    env.wait(lambda: "DRADeviceTaints feature gate off" in plugin.log(),
+             "the logged fallback")
+
+    def maintaining():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        return all(d["attributes"]["health"] == {"string": "maintaining"}
+                   for d in slice_["spec"]["devices"])
+
+    env.wait(maintaining, "the health")
     writes = len(kube_apiserver.writes)
     lists = len(kube_apiserver.requests)
     env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
