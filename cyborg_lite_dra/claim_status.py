@@ -21,9 +21,9 @@ resource provider cyborg_lite bound and the one allocated) and, for a
 network function with a netdev on the host, ``networkData`` (its interface
 name and MAC address, read from sysfs).
 
-Written through the claim's ``status`` subresource with its
-``resourceVersion`` (a conflict reads the claim again), replacing only this
-driver's entries. Needs the ``DRAResourceClaimDeviceStatus`` feature gate
+Written in the background once the claim is prepared, through the claim's
+``status`` subresource with its ``resourceVersion`` (a conflict reads the
+claim again), replacing only this driver's entries. Needs the ``DRAResourceClaimDeviceStatus`` feature gate
 (beta, on by default, from Kubernetes 1.33); a refused write is logged and
 does not fail the claim: the container has its device either way.
 """

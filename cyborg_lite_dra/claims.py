@@ -401,10 +401,15 @@ class Preparer:
         cdi.write_spec(self._conf.cdi_dir, self._driver, claim.uid, spec)
         record["state"] = checkpoint_mod.PREPARED
         self._checkpoint.put(claim.uid, record)
-        claim_status.publish(
-            self._kube, self._driver, claim.namespace, claim.name, claim.uid,
-            claim_status.device_statuses(self._driver, record, arqs,
-                                         self._conf.sysfs_root))
+        # NOTE(dra): in the background, as the example driver does: a slow
+        # API server must not hold the kubelet's answer.
+        threading.Thread(
+            target=claim_status.publish, daemon=True,
+            name=f"status-{claim.uid}",
+            args=(self._kube, self._driver, claim.namespace, claim.name,
+                  claim.uid, claim_status.device_statuses(
+                      self._driver, record, arqs, self._conf.sysfs_root)),
+        ).start()
         return Answer(record["devices"], "")
 
     def _answer_devices(self, uid, record):

@@ -332,8 +332,11 @@ def test_a_plugin_killed_while_binding_resumes_from_the_checkpoint(
 
 
 def _device_status(kube_apiserver, claim):
+    """The claim's status.devices, once the plugin wrote it (in the
+    background after the prepare)."""
     namespace, _, name = claim
-    return kube_apiserver.claims[(namespace, name)]["status"].get("devices")
+    return env.wait(lambda: kube_apiserver.claims[(namespace, name)][
+        "status"].get("devices"), "the claim's device status")
 
 
 def test_the_claim_status_says_which_handle_the_container_got(
@@ -395,5 +398,7 @@ def test_a_refused_status_write_does_not_fail_the_claim(
                          cyborg_lite.profile())
 
     assert plugin.prepare([claim])[claim[1]][0] == ""
-    assert _device_status(kube_apiserver, claim) is None
-    assert "Writing the device status of ResourceClaim" in plugin.log()
+    env.wait(lambda: "Writing the device status of ResourceClaim"
+             in plugin.log(), "the logged refusal")
+    namespace, _, name = claim
+    assert "devices" not in kube_apiserver.claims[(namespace, name)]["status"]

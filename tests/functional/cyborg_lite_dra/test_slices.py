@@ -222,8 +222,9 @@ def test_two_claims_share_a_partitioned_region(plugin_factory, cyborg_lite,
     assert [a["device_rp_uuid"] for (a,) in arqs] == [cyborg_lite.rps[0]] * 2
     assert len({_address(a) for (a,) in arqs}) == 2
     for claim in claims:
-        (status,) = kube_apiserver.claims[(claim[0], claim[2])]["status"][
-            "devices"]
+        (status,) = env.wait(
+            lambda c=claim: kube_apiserver.claims[(c[0], c[2])]["status"].get(
+                "devices"), "the claim's device status")
         assert status["device"].startswith(f"{region}-h")
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
     assert plugin.unprepare(claims) == {c[1]: "" for c in claims}
