@@ -23,9 +23,10 @@ name and MAC address, read from sysfs).
 
 Written in the background once the claim is prepared, through the claim's
 ``status`` subresource with its ``resourceVersion`` (a conflict reads the
-claim again), replacing only this driver's entries. Needs the ``DRAResourceClaimDeviceStatus`` feature gate
-(beta, on by default, from Kubernetes 1.33); a refused write is logged and
-does not fail the claim: the container has its device either way.
+claim again), replacing only this driver's entries. Needs the
+``DRAResourceClaimDeviceStatus`` feature gate (beta, on by default, from
+Kubernetes 1.33); a refused write is logged and does not fail the claim:
+the container has its device either way.
 """
 
 import datetime

@@ -47,6 +47,9 @@ NodeDevice = collections.namedtuple("NodeDevice", [
 #: Resource classes whose handles are mediated devices of the card (their
 #: parent function is the card).
 MDEV_CLASSES = ("VGPU",)
+#: Resource classes of a card passed through whole: its one handle is the
+#: card's own function. (An FPGA's or a NIC's single handle may be a VF.)
+WHOLE_CLASSES = ("PGPU", "GPU")
 
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -152,13 +155,14 @@ def _owners(devices, deployables, hostname):
 
 def _function(device, board, members, attrs):
     """The PCI function a container gets from a deployable, when known
-    before the bind: the card itself for a whole card with one handle,
-    or the card as the parent of its mediated devices."""
+    before the bind: the card itself for a GPU passed through whole (one
+    handle), or the card as the parent of its mediated devices."""
     if len(members) != 1:
         return None
     (deployable,) = members
-    if (deployable.get("num_accelerators") == 1
-            or (attrs.get("rc") or "").upper() in MDEV_CLASSES):
+    rc = (attrs.get("rc") or "").upper()
+    if ((rc in WHOLE_CLASSES and deployable.get("num_accelerators") == 1)
+            or rc in MDEV_CLASSES):
         return (board.get("pci_address") or "").lower() or None
     return None
 

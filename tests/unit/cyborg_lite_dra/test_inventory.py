@@ -111,3 +111,14 @@ def test_a_vgpu_card_gives_its_address_as_the_mdev_parent():
 
 def test_a_host_without_devices_has_none():
     assert inventory.node_devices(_example(), "compute-9") == []
+
+
+def test_a_single_handle_that_may_be_a_vf_gets_no_pci_bus_id():
+    wire = _example()
+    # A single-region FPGA with one handle: a VF or the PF, unknown before
+    # the bind.
+    wire._deployables[2].update(
+        attributes_list=json.dumps([{"rc": "FPGA"}]))
+    (gpu,) = [d for d in inventory.node_devices(wire, HOST)
+              if d.type == "GPU"]
+    assert gpu.pci_bus_id is None
