@@ -11,7 +11,8 @@
 # under the License.
 
 """A stand-in for kube-apiserver: the ``resource.k8s.io/v1`` ResourceSlices
-and ResourceClaims a DRA kubelet plugin reads and writes.
+and ResourceClaims a DRA kubelet plugin reads and writes (a claim's
+``status`` subresource included).
 
 No Kubernetes control plane can run where this project is tested, so this
 small HTTP server answers the paths, verbs and status codes of the real one
@@ -62,10 +63,19 @@ class KubeApiServer:
     :param validate: ``validate(body) -> [problems]`` for every
         ResourceSlice written (the tests pass the upstream OpenAPI schema's
         check); a write with problems is refused with 422 Invalid.
+    :param validate_claim_status: ``validate_claim_status(claim, status)
+        -> [problems]`` for every ResourceClaim status written, likewise.
     """
 
-    def __init__(self, validate=None):
+    def __init__(self, validate=None, validate_claim_status=None):
         self.validate = validate or (lambda body: [])
+        self.validate_claim_status = (validate_claim_status
+                                      or (lambda claim, status: []))
+        #: ``((namespace, name), status, problems)`` of every status PUT.
+        self.claim_status_writes = []
+        #: Feature gates turned off (``DRAPartitionableDevices``,
+        #: ``DRADeviceTaints``): their fields are dropped from writes.
+        self.gates_off = set()
         self.token = uuid.uuid4().hex
         self.slices = {}
         self.claims = {}
@@ -239,7 +249,28 @@ class KubeApiServer:
                 "metadata": {"resourceVersion": str(self._version)},
                 "items": items}
 
+    def _drop_disabled(self, body):
+        """Drop the fields of features whose gate is off, as kube-apiserver
+        does on a write: ``spec.sharedCounters`` and devices'
+        ``consumesCounters`` (DRAPartitionableDevices), devices' ``taints``
+        (DRADeviceTaints)."""
+        if not isinstance(body, dict) or not isinstance(
+                body.get("spec"), dict):
+            return body
+        spec = body["spec"]
+        if "DRAPartitionableDevices" in self.gates_off:
+            spec.pop("sharedCounters", None)
+        for device in spec.get("devices") or []:
+            if not isinstance(device, dict):
+                continue
+            if "DRAPartitionableDevices" in self.gates_off:
+                device.pop("consumesCounters", None)
+            if "DRADeviceTaints" in self.gates_off:
+                device.pop("taints", None)
+        return body
+
     def _check(self, verb, body):
+        body = self._drop_disabled(body)
         problems = self.validate(body) if isinstance(body, dict) else [
             "the body is not a JSON object"]
         self.writes.append((verb, copy.deepcopy(body), problems))
@@ -321,4 +352,42 @@ class KubeApiServer:
         if method == "DELETE" and len(rest) == 1:
             del self.claims[(namespace, name)]
             return 200, current
+        if method == "PUT" and len(rest) == 2:
+            return 200, self._update_claim_status(namespace, name, current,
+                                                  body)
         self._not_allowed(method)
+
+    def _update_claim_status(self, namespace, name, current, body):
+        """PUT .../resourceclaims/<name>/status: only ``status`` is taken
+        (``status.allocation`` must not change); stale resourceVersion or
+        another uid: 409."""
+        kind = "resourceclaims"
+        meta = (body or {}).get("metadata") or {}
+        if meta.get("resourceVersion") != \
+                current["metadata"]["resourceVersion"]:
+            raise _Failure(409, "Conflict",
+                           f'Operation cannot be fulfilled on {kind}.{GROUP} '
+                           f'"{name}": the object has been modified; please '
+                           f'apply your changes to the latest version and '
+                           f'try again', kind=kind, name=name)
+        if meta.get("uid") not in (None, current["metadata"]["uid"]):
+            raise _Failure(409, "Conflict",
+                           f"Precondition failed: UID in precondition: "
+                           f"{meta.get('uid')}, UID in object meta: "
+                           f"{current['metadata']['uid']}", kind=kind,
+                           name=name)
+        status = copy.deepcopy((body or {}).get("status") or {})
+        problems = list(self.validate_claim_status(current, status))
+        if status.get("allocation") != current["status"].get("allocation"):
+            problems.append("status.allocation: field is immutable")
+        self.claim_status_writes.append(((namespace, name),
+                                         copy.deepcopy(status), problems))
+        if problems:
+            raise _Failure(422, "Invalid",
+                           f'ResourceClaim.{GROUP} "{name}" is invalid: '
+                           + "; ".join(problems), kind=kind, name=name)
+        stored = copy.deepcopy(current)
+        stored["status"] = status
+        self._stamp(stored, current)
+        self.claims[(namespace, name)] = stored
+        return copy.deepcopy(stored)

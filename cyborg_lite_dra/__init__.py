@@ -17,4 +17,12 @@ services on unix sockets, publishes the node's cyborg_lite deployables as
 ResourceSlices, and prepares ResourceClaims by binding accelerator requests
 through cyborg_lite's v2 API (as Nova does) and writing CDI specs for the
 container runtime.
+
+Which module owns what: :mod:`.service` the gRPC services (registration,
+DRA, health); :mod:`.claims` prepare and unprepare, :mod:`.claim_status`
+what a prepared claim got, in its status; :mod:`.inventory` the node's
+deployables (and their shares), :mod:`.slices` the ResourceSlices,
+:mod:`.functions` what Placement says of a region; :mod:`.cyborg` and
+:mod:`.kube` the two APIs; :mod:`.cdi`, :mod:`.devnodes`,
+:mod:`.checkpoint`, :mod:`.fileio`; ``kubelet/`` the kubelet's protos.
 """

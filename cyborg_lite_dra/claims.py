@@ -18,10 +18,12 @@ requests from its device profile and record them in the checkpoint, bind
 them with ``instance_uuid`` = the claim's uid, ``hostname`` = the node and
 ``device_rp_uuid`` = the allocated deployable, wait until cyborg_lite has
 resolved them (programming a region may take minutes), write the claim's CDI
-spec and record the answer. A kubelet call waits ``[dra] prepare_wait``
-seconds for its claims' jobs; a job still running then is answered "in
-progress" and goes on, and the kubelet's next call finds it (or, after a
-restart, the checkpoint): ARQs are created once per claim and bound once.
+spec, record the answer and say in the claim's status what it got
+(:mod:`cyborg_lite_dra.claim_status`). A kubelet call waits ``[dra]
+prepare_wait`` seconds for its claims' jobs; a job still running then is
+answered "in progress" and goes on, and the kubelet's next call finds it
+(or, after a restart, the checkpoint): ARQs are created once per claim and
+bound once.
 
 Unprepare stops the claim's job, deletes its ARQs (cyborg_lite frees their
 handles), removes the CDI spec and forgets the claim: it needs only the
@@ -35,6 +37,7 @@ import time
 
 from cyborg_lite_dra import cdi
 from cyborg_lite_dra import checkpoint as checkpoint_mod
+from cyborg_lite_dra import claim_status
 from cyborg_lite_dra import cyborg
 from cyborg_lite_dra import devnodes
 from cyborg_lite_dra import kube
@@ -398,6 +401,15 @@ class Preparer:
         cdi.write_spec(self._conf.cdi_dir, self._driver, claim.uid, spec)
         record["state"] = checkpoint_mod.PREPARED
         self._checkpoint.put(claim.uid, record)
+        # NOTE(dra): in the background, as the example driver does: a slow
+        # API server must not hold the kubelet's answer.
+        threading.Thread(
+            target=claim_status.publish, daemon=True,
+            name=f"status-{claim.uid}",
+            args=(self._kube, self._driver, claim.namespace, claim.name,
+                  claim.uid, claim_status.device_statuses(
+                      self._driver, record, arqs, self._conf.sysfs_root)),
+        ).start()
         return Answer(record["devices"], "")
 
     def _answer_devices(self, uid, record):

@@ -34,6 +34,10 @@ DELETING = "Deleting"
 RESOLVED = (BOUND, BIND_FAILED, DELETING)
 BINDABLE = ("Initial", "Unbound")
 
+#: The microversion from which devices carry ``status`` (``enabled`` or
+#: ``maintaining``).
+DEVICE_STATUS_VERSION = {"OpenStack-API-Version": "accelerator 2.3"}
+
 
 class CyborgError(Exception):
     """A cyborg_lite call failed; the message says which and why."""
@@ -96,10 +100,11 @@ class Client:
             raise CyborgError(what, response.status_code, _detail(response))
         return response
 
-    def _pages(self, what, path, key):
+    def _pages(self, what, path, key, headers=None):
         items = []
         while path:
-            body = self._call(what, "GET", path, (200,)).json()
+            body = self._call(what, "GET", path, (200,),
+                              headers=headers).json()
             items.extend(body.get(key, []))
             path = next((link["href"] for link in body.get(f"{key}_links", [])
                          if link.get("rel") == "next"), None)
@@ -111,9 +116,11 @@ class Client:
         return items
 
     def devices(self, hostname):
-        """The devices of ``hostname``."""
+        """The devices of ``hostname``, with their ``status`` (microversion
+        2.3)."""
         query = urllib.parse.urlencode({"hostname": hostname})
-        return self._pages("listing devices", f"/devices?{query}", "devices")
+        return self._pages("listing devices", f"/devices?{query}", "devices",
+                           headers=DEVICE_STATUS_VERSION)
 
     def deployables(self):
         """Every deployable (regions and whole cards)."""

@@ -10,8 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The function each region runs, from its provider's traits in Placement
-(see :mod:`cyborg_lite_dra.conf.placement`)."""
+"""What Placement says of each region's provider (see
+:mod:`cyborg_lite_dra.conf.placement`): the function it runs (its
+``CUSTOM_FPGA_FUNCTION_ID_*`` trait) and whether its device is gone (the
+reporter's ``CUSTOM_ACCEL_RETIRED``)."""
 
 import logging
 
@@ -19,12 +21,23 @@ from accel_common import clients
 from accel_common import exception as accel_exception
 from accel_common import inventory
 from accel_common.placement import client as placement_client
+from accel_common.placement import tree
+
+#: The trait of a provider whose device vanished while still in use.
+RETIRED_TRAIT = tree.RETIRED_TRAIT
+
+
+def function_of(traits):
+    """The function trait among ``traits``, or None."""
+    functions = sorted(t for t in traits
+                       if t.startswith(inventory.FUNCTION_TRAIT_PREFIX))
+    return functions[0] if functions else None
 
 LOG = logging.getLogger(__name__)
 
 
 class FunctionTraits:
-    """Reads region providers' function traits.
+    """Reads region providers' traits.
 
     :param conf: the plugin's ConfigOpts; ``[placement]`` configured.
     """
@@ -34,11 +47,12 @@ class FunctionTraits:
         self._client = None
 
     def __call__(self, rp_uuids):
-        """``{rp uuid: function trait}`` of the regions that run one.
+        """``{rp uuid: frozenset of traits}`` of the providers Placement
+        has.
 
         A provider Placement does not have (not reported yet) or a
-        Placement that does not answer gives no trait: the slice is
-        published without it, and the next round tries again.
+        Placement that does not answer gives no traits: the slice is
+        published without what they say, and the next round tries again.
         """
         found = {}
         if self._client is None:
@@ -59,8 +73,5 @@ class FunctionTraits:
             except Exception as error:
                 LOG.warning("Reading the traits of %s: %s", rp_uuid, error)
                 return found
-            functions = sorted(t for t in traits if t.startswith(
-                inventory.FUNCTION_TRAIT_PREFIX))
-            if functions:
-                found[rp_uuid] = functions[0]
+            found[rp_uuid] = frozenset(traits)
         return found

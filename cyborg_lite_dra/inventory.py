@@ -11,8 +11,14 @@
 # under the License.
 
 """The node's devices as DRA sees them: one per cyborg_lite deployable of
-the node's host, read from the v2 API (devices of the host, then the
-deployables named after them: ``<host>_<device PCI address>_<region>``).
+the node's host, read from the v2 API.
+
+A deployable names its device only by ``device_id``, the device's database
+id, which ``GET /v2/devices`` does not show; what ties a device id to one
+of the host's devices is the name cyborg_lite gives the device's
+deployables, ``<host>_<device PCI address>`` followed by ``_<region>`` when
+the device has several regions. Every deployable with that device id is
+then that device's, whatever its own name.
 """
 
 import collections
@@ -21,12 +27,29 @@ import json
 import re
 import threading
 
+from cyborg_lite_dra import functions
+
 #: One allocatable DRA device: a cyborg_lite deployable (a region, or a
-#: whole card) of this node.
+#: whole card) of this node. ``pci_address`` is the card's address,
+#: ``pci_bus_id`` the function a container gets when it is known before
+#: the bind (a whole card), else None; ``region`` is None for a whole card;
+#: ``device_status`` is cyborg_lite's (``enabled`` or ``maintaining``),
+#: ``gone`` whether Placement marks the device vanished; ``partition`` the
+#: index of a one-handle share of a deployable (:func:`partitions`), else
+#: None.
 NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
-    "num_accelerators", "model", "function_trait"], defaults=[None])
+    "num_accelerators", "model", "function_trait", "pci_bus_id",
+    "device_uuid", "device_status", "gone", "partition"],
+    defaults=[None, None, None, None, False, None])
+
+#: Resource classes whose handles are mediated devices of the card (their
+#: parent function is the card).
+MDEV_CLASSES = ("VGPU",)
+#: Resource classes of a card passed through whole: its one handle is the
+#: card's own function. (An FPGA's or a NIC's single handle may be a VF.)
+WHOLE_CLASSES = ("PGPU", "GPU")
 
 _NOT_LABEL = re.compile(r"[^a-z0-9-]+")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -36,11 +59,16 @@ def device_name(device_type, pci_address, region, rp_uuid):
     """A DNS label naming a deployable, stable across restarts.
 
     From what does not change while the card is in its slot: its type, PCI
-    address and region id, e.g. ``fpga-0000-5e-00-0-r0``. A name that
-    would not be a DNS label (too long, nothing left of it) is the type and
-    a digest of the deployable's resource provider uuid instead.
+    address and region id, e.g. ``fpga-0000-5e-00-0-r0``; a whole card
+    (``region`` None) has no region part, e.g. ``gpu-0000-af-00-0``. A
+    name that would not be a DNS label (too long, nothing left of it) is
+    the type and a digest of the deployable's resource provider uuid
+    instead.
     """
-    raw = f"{device_type}-{pci_address or 'nopci'}-r{region}".lower()
+    raw = f"{device_type}-{pci_address or 'nopci'}"
+    if region is not None:
+        raw += f"-r{region}"
+    raw = raw.lower()
     name = _NOT_LABEL.sub("-", raw.replace(":", "-").replace(".", "-"))
     name = re.sub("-+", "-", name).strip("-")
     if DNS_LABEL.match(name):
@@ -48,6 +76,29 @@ def device_name(device_type, pci_address, region, rp_uuid):
     digest = hashlib.sha256(rp_uuid.encode()).hexdigest()[:16]
     prefix = _NOT_LABEL.sub("", device_type.lower())[:40] or "device"
     return f"{prefix}-{digest}"
+
+
+def partition_name(name, index):
+    """The DNS label of the ``index``-th one-handle share of device
+    ``name``: ``<name>-h<index>``, its digest when that is too long."""
+    label = f"{name}-h{index}"
+    if DNS_LABEL.match(label):
+        return label
+    digest = hashlib.sha256(label.encode()).hexdigest()[:16]
+    return f"{name[:40].rstrip('-')}-{digest}"
+
+
+def partitions(device):
+    """The one-handle shares of a deployable with several attach handles
+    (none for one with a single handle): each a :class:`NodeDevice` on the
+    same resource provider, one accelerator, named by
+    :func:`partition_name`."""
+    count = device.num_accelerators or 0
+    if count <= 1 or device.partition is not None:
+        return []
+    return [device._replace(name=partition_name(device.name, index),
+                            num_accelerators=1, partition=index)
+            for index in range(count)]
 
 
 def _attributes(deployable):
@@ -62,8 +113,63 @@ def _attributes(deployable):
     return found
 
 
+def _board(device):
+    try:
+        board = json.loads(device.get("std_board_info") or "{}")
+    except ValueError:
+        return {}
+    return board if isinstance(board, dict) else {}
+
+
+def _named(name, hostname):
+    """``(device PCI address, region or None)`` a deployable's name gives
+    on ``hostname``, or None when the name is not of that host."""
+    prefix = f"{hostname}_"
+    if not name.startswith(prefix):
+        return None
+    address, _, region = name[len(prefix):].partition("_")
+    return address.lower(), (region or None)
+
+
+def _owners(devices, deployables, hostname):
+    """``{device_id: device}``: the host's devices by the id their
+    deployables carry; a device id claimed by two devices is nobody's."""
+    by_address = {}
+    for device in devices:
+        address = (_board(device).get("pci_address") or "").lower()
+        if address:
+            by_address[address] = device
+    owners, clashes = {}, set()
+    for deployable in deployables:
+        named = _named(deployable.get("name") or "", hostname)
+        device = named and by_address.get(named[0])
+        device_id = deployable.get("device_id")
+        if device is None or device_id is None:
+            continue
+        if owners.setdefault(device_id, device) is not device:
+            clashes.add(device_id)
+    for device_id in clashes:
+        del owners[device_id]
+    return owners
+
+
+def _function(device, board, members, attrs):
+    """The PCI function a container gets from a deployable, when known
+    before the bind: the card itself for a GPU passed through whole (one
+    handle), or the card as the parent of its mediated devices."""
+    if len(members) != 1:
+        return None
+    (deployable,) = members
+    rc = (attrs.get("rc") or "").upper()
+    if ((rc in WHOLE_CLASSES and deployable.get("num_accelerators") == 1)
+            or rc in MDEV_CLASSES):
+        return (board.get("pci_address") or "").lower() or None
+    return None
+
+
 def node_devices(client, hostname):
-    """The DRA devices of ``hostname``, sorted by name.
+    """The DRA devices of ``hostname``, sorted by name: every deployable
+    of the host's devices that has attach handles.
 
     :param client: a :class:`cyborg_lite_dra.cyborg.Client`.
     :returns: a list of :class:`NodeDevice`.
@@ -71,20 +177,26 @@ def node_devices(client, hostname):
     devices = client.devices(hostname)
     if not devices:
         return []
-    by_prefix = {}
-    for device in devices:
-        try:
-            board = json.loads(device.get("std_board_info") or "{}")
-        except ValueError:
-            board = {}
-        by_prefix[f"{hostname}_{board.get('pci_address')}_"] = (device, board)
+    deployables = client.deployables()
+    owners = _owners(devices, deployables, hostname)
+    members = collections.defaultdict(list)
+    for deployable in deployables:
+        if deployable.get("device_id") in owners:
+            members[deployable["device_id"]].append(deployable)
     found = []
-    for deployable in client.deployables():
-        name = deployable.get("name") or ""
-        for prefix, (device, board) in by_prefix.items():
-            if not name.startswith(prefix):
+    for device_id, group in members.items():
+        device = owners[device_id]
+        board = _board(device)
+        whole = len(group) == 1
+        for deployable in group:
+            if not deployable.get("num_accelerators"):
                 continue
-            region = name[len(prefix):]
+            named = _named(deployable.get("name") or "", hostname)
+            region = None if whole else (named and named[1]) or None
+            if region is None and not whole:
+                # NOTE(dra): a region of a card with several, named
+                # otherwise: its resource provider tells it apart.
+                region = deployable["rp_uuid"]
             attrs = _attributes(deployable)
             found.append(NodeDevice(
                 name=device_name(device["type"], board.get("pci_address"),
@@ -99,8 +211,10 @@ def node_devices(client, hostname):
                 resource_class=attrs.get("rc"),
                 bitstream_id=deployable.get("bitstream_id"),
                 num_accelerators=deployable.get("num_accelerators"),
-                model=device.get("model")))
-            break
+                model=device.get("model"),
+                pci_bus_id=_function(device, board, group, attrs),
+                device_uuid=device.get("uuid"),
+                device_status=device.get("status")))
     return sorted(found, key=lambda d: d.name)
 
 
@@ -109,8 +223,9 @@ class NodeInventory:
     (a device allocated from a slice published before a restart).
 
     :param client: a :class:`cyborg_lite_dra.cyborg.Client`.
-    :param functions: optional ``functions(rp uuids) -> {rp uuid: function
-        trait}`` (:class:`cyborg_lite_dra.functions.FunctionTraits`).
+    :param functions: optional ``functions(rp uuids) -> {rp uuid: traits}``
+        (:class:`cyborg_lite_dra.functions.FunctionTraits`): gives each
+        device its function trait and whether its device is gone.
     """
 
     def __init__(self, client, hostname, functions=None):
@@ -125,16 +240,26 @@ class NodeInventory:
         devices = node_devices(self._client, self._hostname)
         if self._functions is not None and devices:
             traits = self._functions([d.rp_uuid for d in devices])
-            devices = [d._replace(function_trait=traits.get(d.rp_uuid))
-                       for d in devices]
+            devices = [d._replace(
+                function_trait=functions.function_of(
+                    traits.get(d.rp_uuid, ())),
+                gone=functions.RETIRED_TRAIT in traits.get(d.rp_uuid, ()))
+                for d in devices]
         with self._lock:
+            # NOTE(dra): shares are found whether or not they are published
+            # now: a claim may hold one from an earlier publication.
             self._by_name = {d.name: d for d in devices}
+            self._by_name.update({p.name: p for d in devices
+                                  for p in partitions(d)})
         return devices
 
     def find(self, name):
-        """The :class:`NodeDevice` named ``name``, or None."""
+        """The :class:`NodeDevice` named ``name`` (a deployable or one of
+        its shares), or None."""
         with self._lock:
             device = self._by_name.get(name)
         if device is None:
-            device = {d.name: d for d in self.refresh()}.get(name)
+            self.refresh()
+            with self._lock:
+                device = self._by_name.get(name)
         return device

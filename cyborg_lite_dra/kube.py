@@ -102,6 +102,16 @@ class Kube:
             if error.status != 404:
                 raise
 
+    def replace_claim_status(self, body):
+        """Replace a ResourceClaim's status (its metadata.resourceVersion
+        checked); returns what the server stored."""
+        meta = body["metadata"]
+        return self._call(
+            f"writing the status of ResourceClaim {meta['namespace']}/"
+            f"{meta['name']}",
+            self._api.replace_namespaced_resource_claim_status,
+            meta["name"], meta["namespace"], body)
+
     def read_claim(self, namespace, name):
         """The ResourceClaim ``namespace/name``, or None when absent."""
         try:

@@ -17,7 +17,9 @@
 versions served there. ``<plugin_dir>/dra.sock``: the DRA node service,
 ``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`` and its ``v1beta1`` twin
 (the same messages), both answered by one
-:class:`cyborg_lite_dra.claims.Preparer`.
+:class:`cyborg_lite_dra.claims.Preparer`. With ``[dra] healthcheck_port``,
+``grpc.health.v1.Health`` on that TCP port for the kubelet's gRPC liveness
+probe: serving when both sockets answer a call, as the kubelet makes them.
 """
 
 from concurrent import futures
@@ -26,6 +28,8 @@ import os
 import threading
 
 import grpc
+from grpc_health.v1 import health_pb2
+from grpc_health.v1 import health_pb2_grpc
 
 from cyborg_lite_dra import claims
 from cyborg_lite_dra.kubelet.dra.v1 import api_pb2 as dra_v1
@@ -131,6 +135,47 @@ class RegistrationServicer(registration_grpc.RegistrationServicer):
         return registration.RegistrationStatusResponse()
 
 
+class HealthServicer(health_pb2_grpc.HealthServicer):
+    """``grpc.health.v1.Health``: the service ``""`` or ``liveness`` is
+    serving when the registration socket answers ``GetInfo`` and the DRA
+    socket answers an empty ``NodePrepareResources`` (which waits for no
+    claim, so a long programming does not make the plugin look dead)."""
+
+    SERVICES = ("", "liveness")
+
+    def __init__(self, registration_path, dra_path, timeout=5.0):
+        self._timeout = timeout
+        self._registration_path = registration_path
+        self._dra_path = dra_path
+
+    def _alive(self):
+        # NOTE(dra): new connections each time, as the kubelet makes them:
+        # a socket file removed under a running server still answers on a
+        # connection opened before.
+        with grpc.insecure_channel(
+                f"unix://{self._registration_path}") as reg_channel, \
+                grpc.insecure_channel(f"unix://{self._dra_path}") as channel:
+            try:
+                registration_grpc.RegistrationStub(reg_channel).GetInfo(
+                    registration.InfoRequest(), timeout=self._timeout)
+                dra_v1_grpc.DRAPluginStub(channel).NodePrepareResources(
+                    dra_v1.NodePrepareResourcesRequest(),
+                    timeout=self._timeout)
+            except grpc.RpcError as error:
+                LOG.warning("Health check: the plugin's sockets do not "
+                            "answer: %s", error)
+                return False
+        return True
+
+    def Check(self, request, context):
+        if request.service not in self.SERVICES:
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          f"unknown service {request.service!r}")
+        status = (health_pb2.HealthCheckResponse.SERVING if self._alive()
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        return health_pb2.HealthCheckResponse(status=status)
+
+
 #: The longest path a unix socket can have (sun_path less its NUL).
 MAX_SOCKET_PATH = 107
 
@@ -178,10 +223,32 @@ class Sockets:
             lambda server: add_registration(self.registration, server)))
         LOG.info("Serving %s on %s, registration on %s", driver,
                  self.dra_path, self.registration_path)
+        self.health = None
+        self._health_server = None
+        if conf.dra.healthcheck_port >= 0:
+            self.health = HealthServicer(self.registration_path,
+                                         self.dra_path)
+            self._health_server = grpc.server(
+                futures.ThreadPoolExecutor(max_workers=2))
+            health_pb2_grpc.add_HealthServicer_to_server(
+                self.health, self._health_server)
+            address = f"{conf.dra.healthcheck_address}:" \
+                      f"{conf.dra.healthcheck_port}"
+            self.health_port = self._health_server.add_insecure_port(address)
+            if not self.health_port:
+                self.stop(0)
+                raise OSError(f"cannot listen on {address} for the health "
+                              f"check")
+            self._health_server.start()
+            LOG.info("Serving grpc.health.v1.Health on %s:%d",
+                     conf.dra.healthcheck_address, self.health_port)
 
     def stop(self, grace=5.0):
         """Stop serving; remove the registration socket first, so the
         kubelet sees the plugin go."""
+        if self._health_server is not None:
+            self._health_server.stop(grace).wait(grace)
+            self._health_server = None
         for server, path in reversed(list(zip(
                 self._servers, (self.dra_path, self.registration_path)))):
             server.stop(grace).wait(grace)

@@ -133,7 +133,10 @@ def _write_plugin_conf(path, sockets, cdi_dir, kubeconfig, cyborg_url):
                      "plugin_dir": str(sockets / "plugin"),
                      "cdi_dir": str(cdi_dir), "kubeconfig": kubeconfig,
                      "simulated_device_node": "/dev/null",
-                     "publish_interval": "2"}
+                     "publish_interval": "2",
+                     # NOTE(demo): a free local port, not the DaemonSet's.
+                     "healthcheck_port": "0",
+                     "healthcheck_address": "127.0.0.1"}
     parser["cyborg"] = {"auth_type": "none",
                         "endpoint_override": f"{cyborg_url}/v2"}
     with open(path, "w") as f:
@@ -197,8 +200,10 @@ def run(state_dir):
                         f"{slice_['spec']['pool']}")
             for device in slice_["spec"]["devices"]:
                 attrs = device["attributes"]
+                where = (f"region {attrs['region']['string']}"
+                         if "region" in attrs else "whole card")
                 walk.detail(f"  {device['name']}: {attrs['type']['string']}"
-                            f" region {attrs['region']['string']}")
+                            f" {where}")
             fpga = next(d for d in slice_["spec"]["devices"]
                         if d["attributes"]["type"]["string"] == "FPGA")
 

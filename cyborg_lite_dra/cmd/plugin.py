@@ -40,14 +40,32 @@ from cyborg_lite_dra.conf import dra
 LOG = logging.getLogger(__name__)
 
 
-def publish(conf, node_inventory, kube_api):
+def publish(conf, node_inventory, kube_api, state=None):
     """Read the node's devices and publish them; errors are logged (the
-    next round tries again). Returns True when the slices are current."""
+    next round tries again). Returns True when the slices are current.
+
+    :param state: a dict kept across rounds: the features the API server
+        dropped the fields of (``dropped``), published without them from
+        then on.
+    """
+    state = {} if state is None else state
+    dropped = state.setdefault("dropped", set())
     try:
         devices = node_inventory.refresh()
-        slices.sync(kube_api, conf.dra.driver_name, conf.dra.node_name,
-                    devices)
-        return True
+        for _ in range(3):
+            try:
+                slices.sync(
+                    kube_api, conf.dra.driver_name, conf.dra.node_name,
+                    devices,
+                    taints=conf.dra.device_taints and "taints" not in dropped,
+                    partitionable=(conf.dra.partitionable_devices
+                                   and "partitions" not in dropped))
+                return True
+            except slices.FieldsDropped as error:
+                LOG.error("%s: publishing without them until the plugin "
+                          "restarts", error)
+                dropped.add(error.feature)
+        return False
     except (cyborg.CyborgError, kube.KubeError) as error:
         LOG.warning("Publishing the ResourceSlices of %s failed: %s",
                     conf.dra.node_name, error)
@@ -55,9 +73,10 @@ def publish(conf, node_inventory, kube_api):
 
 
 def _publisher(conf, node_inventory, kube_api, stop):
+    state = {}
     while not stop.is_set():
         try:
-            publish(conf, node_inventory, kube_api)
+            publish(conf, node_inventory, kube_api, state)
         except Exception:
             # NOTE(dra): the slices must keep being published whatever
             # one round met.

@@ -72,6 +72,39 @@ opts = [
                help="Seconds between reads of the node's cyborg_lite "
                     "inventory to keep its ResourceSlices current. 0: "
                     "publish once at start only."),
+    cfg.BoolOpt("device_taints", default=False,
+                help="Publish a device taint on each unhealthy device: "
+                     "<driver_name>/maintaining (NoSchedule) while an "
+                     "operator has disabled its cyborg_lite device, "
+                     "<driver_name>/gone (NoExecute, its pods are evicted) "
+                     "once Placement marks the device vanished. Needs the "
+                     "DRADeviceTaints feature gate (alpha, off by default "
+                     "in Kubernetes 1.33 and 1.34); an API server that drops "
+                     "the field is noticed, logged, and the plugin publishes "
+                     "without taints until it restarts. Whatever this says, "
+                     "every device "
+                     "carries a health attribute (ok, maintaining, gone) "
+                     "DeviceClass selectors can require."),
+    cfg.BoolOpt("partitionable_devices", default=False,
+                help="Publish a deployable with several attach handles (a "
+                     "region's VFs, a card's vGPUs) so that as many claims "
+                     "as it has handles can share it: a shared counter set "
+                     "of its handles, the deployable whole (consuming them "
+                     "all) and one device per handle, <name>-h<index> "
+                     "(consuming one). Needs the DRAPartitionableDevices "
+                     "feature gate (alpha, off by default in Kubernetes "
+                     "1.33 and 1.34); an API server that drops the counters "
+                     "is noticed, logged, and the plugin falls back to one "
+                     "device per deployable until it restarts."),
+    cfg.IntOpt("healthcheck_port", default=51515, min=-1, max=65535,
+               help="TCP port of the plugin's grpc.health.v1.Health service "
+                    "(services \"\" and \"liveness\"), for the kubelet's "
+                    "gRPC liveness probe: it answers SERVING when the "
+                    "registration and DRA sockets answer. -1: not served; "
+                    "0: a free port (logged)."),
+    cfg.StrOpt("healthcheck_address", default="0.0.0.0",
+               help="Address the health service listens on; the kubelet "
+                    "probes the pod's IP."),
     cfg.StrOpt("sysfs_root", default="/sys",
                help="Where sysfs is mounted (the attach handles' IOMMU "
                     "groups are read from it); in a container, the "

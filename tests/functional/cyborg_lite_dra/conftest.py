@@ -18,9 +18,11 @@ from tests.functional.cyborg_lite_dra import env
 
 
 @pytest.fixture
-def cyborg_lite(tmp_path):
-    """A real cyborg_lite with its sim agent (programming takes 0.3 s)."""
-    server = env.CyborgLite(tmp_path / "cyborg")
+def cyborg_lite(tmp_path, request):
+    """A real cyborg_lite with its sim agent (programming takes 0.3 s);
+    parametrized indirectly, ``{"gpu": True}`` adds a whole GPU."""
+    options = getattr(request, "param", None) or {}
+    server = env.CyborgLite(tmp_path / "cyborg", **options)
     yield server
     server.close()
 

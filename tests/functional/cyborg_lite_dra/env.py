@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -31,8 +32,11 @@ import time
 import uuid
 
 import grpc
+from grpc_health.v1 import health_pb2
+from grpc_health.v1 import health_pb2_grpc
 import requests
 
+from accel_common import inventory
 from accel_tools import devserver
 from accel_tools import standalone
 from cyborg_lite import service
@@ -83,16 +87,38 @@ def _make_catalog(directory):
     return str(directory)
 
 
+#: The whole GPU of :class:`CyborgLite` with ``gpu=True``: one region, its
+#: only attach handle the card itself (as the example inventory's T4).
+GPU_PCI = "0000:af:00.0"
+
+
+def _gpu(node_uuid):
+    return {"id": "gpu0", "type": "GPU", "vendor_id": "0x10de",
+            "product_id": "0x1eb8", "vendor": "NVIDIA", "model": "Tesla T4",
+            "pci_address": GPU_PCI, "redfish_uri": None,
+            "firmware_version": "90.04.38.00.03", "program_mode": "single",
+            "regions": [{
+                "id": "0", "resource_class": "PGPU", "function_id": None,
+                "rp_uuid": inventory.region_rp_uuid(node_uuid, "gpu0", "0"),
+                "attach_handles": [{"type": "PCI",
+                                    "pci_address": GPU_PCI}]}]}
+
+
 class CyborgLite:
     """cyborg_lite on sqlite with its programmer and the sim agent (one
-    dynamic FPGA, 2 regions of 2 PCI handles), served on a free port;
-    ``auth_strategy = noauth`` set explicitly, or ``keystone`` behind the
-    given :class:`tests.fixtures.keystone.Keystone`."""
+    dynamic FPGA, 2 regions of 2 PCI handles; with ``gpu`` a whole GPU
+    too), served on a free port; ``auth_strategy = noauth`` set
+    explicitly, or ``keystone`` behind the given
+    :class:`tests.fixtures.keystone.Keystone`."""
 
     def __init__(self, directory, program_seconds=0.3, keystone=None,
-                 extra=""):
+                 extra="", gpu=False):
         directory.mkdir(parents=True, exist_ok=True)
         self.document = make_inventory(handles_per_region=(2, 2))
+        if gpu:
+            self.document["devices"].append(
+                _gpu(self.document["node_uuid"]))
+            inventory.validate(self.document)
         self.host = self.document["host"]
         self.device = self.document["devices"][0]
         self.pci = self.device["pci_address"]
@@ -139,9 +165,10 @@ class CyborgLite:
         except ValueError:
             return response.status_code, None
 
-    def profile(self, function_id=None, amount=1, headers=ADMIN):
+    def profile(self, function_id=None, amount=1, headers=ADMIN,
+                resource_class="FPGA"):
         """A device profile (asking for ``function_id``); its name."""
-        group = {"resources:FPGA": str(amount)}
+        group = {f"resources:{resource_class}": str(amount)}
         if function_id:
             group["accel:function_id"] = function_id
         name = f"dp-{uuid.uuid4().hex[:10]}"
@@ -204,6 +231,8 @@ class Plugin:
             "dra.simulated_device_node": "/dev/null",
             "dra.publish_interval": 1,
             "dra.poll_interval": 0.1,
+            "dra.healthcheck_port": 0,
+            "dra.healthcheck_address": "127.0.0.1",
             "cyborg.auth_type": "none",
             "cyborg.endpoint_override": f"{cyborg.url}/v2",
         }
@@ -288,7 +317,10 @@ class Plugin:
             return "(no log)"
 
     def _channel(self, path):
-        channel = grpc.insecure_channel(f"unix://{path}")
+        return self._channel_to(f"unix://{path}")
+
+    def _channel_to(self, target):
+        channel = grpc.insecure_channel(target)
         self.channels.append(channel)
         return channel
 
@@ -329,6 +361,22 @@ class Plugin:
                 api.Claim(namespace=ns, uid=uid, name=name)
                 for ns, uid, name in claims]), timeout=timeout)
         return {uid: entry.error for uid, entry in response.claims.items()}
+
+    def health(self, service="liveness", timeout=10):
+        """The health service's answer, as the kubelet's gRPC probe asks
+        (the port the plugin logged)."""
+        ports = re.findall(r"Serving grpc\.health\.v1\.Health on "
+                           r"127\.0\.0\.1:(\d+)", self.log_text())
+        stub = health_pb2_grpc.HealthStub(
+            self._channel_to(f"127.0.0.1:{ports[-1]}"))
+        return stub.Check(health_pb2.HealthCheckRequest(service=service),
+                          timeout=timeout).status
+
+    def log_text(self):
+        try:
+            return self.log_file.read_text()
+        except OSError:
+            return ""
 
     def checkpoint(self):
         path = self.plugin_dir / "checkpoint.json"

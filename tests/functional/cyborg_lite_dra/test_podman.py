@@ -112,3 +112,70 @@ def test_a_container_sees_the_device_and_the_variables(
                           capture_output=True, text=True, timeout=300)
     assert gone.returncode != 0
     assert cyborg_lite.arqs() == []
+
+
+@pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
+def test_a_container_gets_a_whole_gpu(busybox_image, plugin_factory,
+                                      cyborg_lite, kube_apiserver):
+    plugin = plugin_factory(**{"dra.cdi_dir": CDI_DIR}).start()
+    claim = env.allocate(kube_apiserver, plugin, "gpu-0000-af-00-0",
+                         cyborg_lite.profile(resource_class="PGPU"))
+    uid = claim[1]
+    try:
+        error, devices = plugin.prepare([claim])[uid]
+        assert error == ""
+        (cdi_id,) = devices[0][3]
+        (arq,) = cyborg_lite.arqs_of(uid)
+        assert arq["device_rp_uuid"] == cyborg_lite.document["devices"][1][
+            "regions"][0]["rp_uuid"]
+        node = f"/dev/cyborg-lite/{env.GPU_PCI.replace(':', '-')}"
+
+        run = subprocess.run(
+            RUN + ["--device", cdi_id, busybox_image, "/bin/sh", "-c",
+                   f"stat -c '%F %t:%T' {node} && env"],
+            capture_output=True, text=True, timeout=300)
+
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert lines[0] == "character special file 1:3"
+        variable = "PCIDEVICE_ACCEL_CYBORG_LITE_OPENSTACK_ORG_PGPU"
+        assert f"{variable}={env.GPU_PCI}" in lines
+    finally:
+        assert plugin.unprepare([claim]) == {uid: ""}
+    assert cyborg_lite.arqs() == []
+
+
+def test_two_containers_share_a_partitioned_region(
+        busybox_image, plugin_factory, cyborg_lite, kube_apiserver):
+    plugin = plugin_factory(**{"dra.cdi_dir": CDI_DIR,
+                               "dra.partitionable_devices": "true"}).start()
+    profile = cyborg_lite.profile("nlb3")
+    claims = [env.allocate(kube_apiserver, plugin, f"{REGION0}-h{i}",
+                           profile) for i in range(2)]
+    try:
+        answers = plugin.prepare(claims)
+        seen = []
+        for claim in claims:
+            error, devices = answers[claim[1]]
+            assert error == ""
+            (cdi_id,) = devices[0][3]
+            (arq,) = cyborg_lite.arqs_of(claim[1])
+            assert arq["device_rp_uuid"] == cyborg_lite.rps[0]
+            info = arq["attach_handle_info"]
+            address = (f"{info['domain']}:{info['bus']}:{info['device']}."
+                       f"{info['function']}")
+            run = subprocess.run(
+                RUN + ["--device", cdi_id, busybox_image, "/bin/sh", "-c",
+                       "ls /dev/cyborg-lite && env"],
+                capture_output=True, text=True, timeout=300)
+            assert run.returncode == 0, run.stderr
+            lines = run.stdout.splitlines()
+            # Each container has its own handle of the region, only it.
+            assert lines[0] == address.replace(":", "-")
+            assert (f"PCIDEVICE_ACCEL_CYBORG_LITE_OPENSTACK_ORG_FPGA="
+                    f"{address}") in lines
+            seen.append(address)
+        assert len(set(seen)) == 2
+    finally:
+        assert plugin.unprepare(claims) == {c[1]: "" for c in claims}
+    assert cyborg_lite.arqs() == []

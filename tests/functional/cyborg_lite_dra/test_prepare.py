@@ -15,6 +15,7 @@ cyborg_lite, as the kubelet calls them (v1 and v1beta1)."""
 
 import concurrent.futures
 import json
+import os
 import time
 
 import pytest
@@ -29,6 +30,35 @@ REGION1 = "fpga-0000-0f-00-0-r1"
 def _spec(plugin, uid):
     return json.loads(
         (plugin.cdi_dir / f"{env.DRIVER}-accelerator_{uid}.json").read_text())
+
+
+@pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
+def test_a_whole_gpu_bound_to_vfio_is_given_its_vfio_group(
+        tmp_path, plugin_factory, cyborg_lite, kube_apiserver):
+    sysfs = tmp_path / "sys"
+    function = sysfs / "bus" / "pci" / "devices" / env.GPU_PCI
+    function.mkdir(parents=True)
+    (sysfs / "kernel" / "iommu_groups" / "67").mkdir(parents=True)
+    os.symlink(sysfs / "kernel" / "iommu_groups" / "67",
+               function / "iommu_group")
+    plugin = plugin_factory(**{"dra.sysfs_root": sysfs,
+                               "dra.simulated_device_node": ""}).start()
+    claim = env.allocate(kube_apiserver, plugin, "gpu-0000-af-00-0",
+                         cyborg_lite.profile(resource_class="PGPU"))
+    uid = claim[1]
+
+    error, devices = plugin.prepare([claim])[uid]
+
+    assert error == ""
+    spec = _spec(plugin, uid)
+    (device,) = spec["devices"]
+    assert device["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/vfio/67"}]
+    assert spec["containerEdits"]["deviceNodes"] == [
+        {"path": "/dev/vfio/vfio"}]
+    env_vars = dict(v.split("=", 1) for v in spec["containerEdits"]["env"])
+    assert env_vars["PCIDEVICE_ACCEL_CYBORG_LITE_OPENSTACK_ORG_PGPU"] == (
+        env.GPU_PCI)
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1"])
@@ -299,3 +329,76 @@ def test_a_plugin_killed_while_binding_resumes_from_the_checkpoint(
     finally:
         plugin.close()
         slow.close()
+
+
+def _device_status(kube_apiserver, claim):
+    """The claim's status.devices, once the plugin wrote it (in the
+    background after the prepare)."""
+    namespace, _, name = claim
+    return env.wait(lambda: kube_apiserver.claims[(namespace, name)][
+        "status"].get("devices"), "the claim's device status")
+
+
+def test_the_claim_status_says_which_handle_the_container_got(
+        plugin, cyborg_lite, kube_apiserver):
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile("nlb3"))
+    uid = claim[1]
+
+    assert plugin.prepare([claim])[uid][0] == ""
+
+    (arq,) = cyborg_lite.arqs_of(uid)
+    info = arq["attach_handle_info"]
+    address = (f"{info['domain']}:{info['bus']}:{info['device']}."
+               f"{info['function']}")
+    (status,) = _device_status(kube_apiserver, claim)
+    assert (status["driver"], status["pool"], status["device"]) == (
+        env.DRIVER, plugin.node, REGION0)
+    (ready,) = status["conditions"]
+    assert (ready["type"], ready["status"]) == ("Ready", "True")
+    assert status["data"] == {"handles": [{
+        "pciBusID": address, "type": "PCI", "acceleratorRequest": arq["uuid"],
+        "resourceProviderUUID": cyborg_lite.rps[0]}]}
+    assert [problems for _, _, problems
+            in kube_apiserver.claim_status_writes] == [[]]
+
+
+def test_a_nic_vf_with_a_netdev_gets_network_data(
+        tmp_path, plugin_factory, cyborg_lite, kube_apiserver):
+    sysfs = tmp_path / "sys"
+    for index in range(4):
+        address = cyborg_lite.device["regions"][index // 2][
+            "attach_handles"][index % 2]["pci_address"]
+        net = sysfs / "bus" / "pci" / "devices" / address / "net" / \
+            f"ens1f0v{index}"
+        net.mkdir(parents=True)
+        (net / "address").write_text(f"52:54:00:00:00:0{index}\n")
+    plugin = plugin_factory(**{"dra.sysfs_root": sysfs}).start()
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile())
+
+    assert plugin.prepare([claim])[claim[1]][0] == ""
+
+    (status,) = _device_status(kube_apiserver, claim)
+    (arq,) = cyborg_lite.arqs_of(claim[1])
+    index = [h["pci_address"] for r in cyborg_lite.device["regions"]
+             for h in r["attach_handles"]].index(
+        status["data"]["handles"][0]["pciBusID"])
+    assert status["networkData"] == {
+        "interfaceName": f"ens1f0v{index}",
+        "hardwareAddress": f"52:54:00:00:00:0{index}"}
+    assert all(problems == [] for _, _, problems
+               in kube_apiserver.claim_status_writes)
+
+
+def test_a_refused_status_write_does_not_fail_the_claim(
+        plugin, cyborg_lite, kube_apiserver):
+    kube_apiserver.validate_claim_status = lambda claim, status: ["no"]
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         cyborg_lite.profile())
+
+    assert plugin.prepare([claim])[claim[1]][0] == ""
+    env.wait(lambda: "Writing the device status of ResourceClaim"
+             in plugin.log(), "the logged refusal")
+    namespace, _, name = claim
+    assert "devices" not in kube_apiserver.claims[(namespace, name)]["status"]

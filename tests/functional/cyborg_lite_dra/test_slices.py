@@ -16,6 +16,8 @@ OpenAPI schema, stable across restarts, current as the inventory changes."""
 
 import uuid
 
+import pytest
+
 from accel_common import inventory
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.functional.cyborg_lite_dra import env
@@ -37,8 +39,9 @@ def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
     by_name = {d["name"]: d for d in spec["devices"]}
     assert sorted(by_name) == ["fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
     attributes = by_name["fpga-0000-0f-00-0-r1"]["attributes"]
-    assert attributes["resource.kubernetes.io/pciBusID"] == {
-        "string": cyborg_lite.pci}
+    # A region's container gets one of its VFs, known only once bound.
+    assert "resource.kubernetes.io/pciBusID" not in attributes
+    assert attributes["cardPCIBusID"] == {"string": cyborg_lite.pci}
     assert attributes["resourceProviderUUID"] == {
         "string": cyborg_lite.rps[1]}
     assert attributes["type"] == {"string": "FPGA"}
@@ -48,6 +51,25 @@ def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
     assert by_name["fpga-0000-0f-00-0-r1"]["capacity"] == {
         "accelerators": {"value": "2"}}
     assert kube_apiserver.writes
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+@pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
+def test_a_whole_gpu_is_published_with_its_function(plugin, cyborg_lite,
+                                                    kube_apiserver):
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                         "the slice")
+    by_name = {d["name"]: d for d in slice_["spec"]["devices"]}
+    assert sorted(by_name) == ["fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1",
+                               "gpu-0000-af-00-0"]
+    attributes = by_name["gpu-0000-af-00-0"]["attributes"]
+    assert attributes["resource.kubernetes.io/pciBusID"] == {
+        "string": env.GPU_PCI}
+    assert attributes["type"] == {"string": "GPU"}
+    assert attributes["resourceClass"] == {"string": "PGPU"}
+    assert "region" not in attributes
+    assert by_name["gpu-0000-af-00-0"]["capacity"] == {
+        "accelerators": {"value": "1"}}
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
 
 
@@ -107,3 +129,149 @@ def test_a_refusing_api_server_is_logged_and_retried(
           "the logged failure")
     assert "(401)" in plugin.log()
     assert kube_apiserver.slices == {}
+
+
+def _device_uuid(cyborg_lite):
+    status, body = cyborg_lite.call(
+        "GET", f"/v2/devices?hostname={cyborg_lite.host}", env.ADMIN)
+    assert status == 200, body
+    (device,) = body["devices"]
+    return device["uuid"]
+
+
+def test_a_disabled_device_is_tainted_and_untainted_on_enable(
+        plugin_factory, cyborg_lite, kube_apiserver):
+    plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def tainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return all(d.get("taints") for d in devices) and devices
+
+    for device in env.wait(tainted, "the taints"):
+        assert device["taints"] == [{
+            "key": f"{env.DRIVER}/maintaining", "value": "maintaining",
+            "effect": "NoSchedule"}]
+        assert device["attributes"]["health"] == {"string": "maintaining"}
+
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/enable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def untainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return not any(d.get("taints") for d in devices) and devices
+
+    for device in env.wait(untainted, "the taints gone"):
+        assert device["attributes"]["health"] == {"string": "ok"}
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+def test_without_device_taints_a_disabled_device_says_so_in_health(
+        plugin, cyborg_lite, kube_apiserver):
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+
+    def maintaining():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return all(d["attributes"]["health"] == {"string": "maintaining"}
+                   for d in devices) and devices
+
+    assert not any(d.get("taints") for d in env.wait(maintaining,
+                                                      "the health"))
+
+
+def _address(arq):
+    info = arq["attach_handle_info"]
+    return (f"{info['domain']}:{info['bus']}:{info['device']}."
+            f"{info['function']}")
+
+
+def test_two_claims_share_a_partitioned_region(plugin_factory, cyborg_lite,
+                                               kube_apiserver):
+    plugin = plugin_factory(**{"dra.partitionable_devices": "true"}).start()
+    (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
+                         "the slice")
+    names = sorted(d["name"] for d in slice_["spec"]["devices"])
+    region = "fpga-0000-0f-00-0-r0"
+    assert names == [region, f"{region}-h0", f"{region}-h1",
+                     "fpga-0000-0f-00-0-r1", "fpga-0000-0f-00-0-r1-h0",
+                     "fpga-0000-0f-00-0-r1-h1"]
+    assert {c["name"] for c in slice_["spec"]["sharedCounters"]} == {
+        region, "fpga-0000-0f-00-0-r1"}
+    profile = cyborg_lite.profile("nlb3")
+    # As the scheduler allocates two shares whose counters fit the region.
+    claims = [env.allocate(kube_apiserver, plugin, f"{region}-h{i}", profile)
+              for i in range(2)]
+
+    answers = plugin.prepare(claims)
+
+    assert [answers[c[1]][0] for c in claims] == ["", ""]
+    arqs = [cyborg_lite.arqs_of(c[1]) for c in claims]
+    assert [a["device_rp_uuid"] for (a,) in arqs] == [cyborg_lite.rps[0]] * 2
+    assert len({_address(a) for (a,) in arqs}) == 2
+    for claim in claims:
+        (status,) = env.wait(
+            lambda c=claim: kube_apiserver.claims[(c[0], c[2])]["status"].get(
+                "devices"), "the claim's device status")
+        assert status["device"].startswith(f"{region}-h")
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+    assert plugin.unprepare(claims) == {c[1]: "" for c in claims}
+
+
+def test_an_api_server_without_partitions_gets_whole_regions(
+        plugin_factory, kube_apiserver):
+    kube_apiserver.gates_off.add("DRAPartitionableDevices")
+    plugin = plugin_factory(**{"dra.partitionable_devices": "true"}).start()
+
+    def whole():
+        found = _node_slices(kube_apiserver, plugin.node)
+        return (found and len(found[0]["spec"]["devices"]) == 2
+                and found[0])
+
+    slice_ = env.wait(whole, "whole regions")
+    assert sorted(d["name"] for d in slice_["spec"]["devices"]) == [
+        "fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
+    assert "DRAPartitionableDevices feature gate off" in plugin.log()
+    assert "publishing without them" in plugin.log()
+    writes = len(kube_apiserver.writes)
+    lists = len(kube_apiserver.requests)
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
+             "more publish rounds")
+    assert len(kube_apiserver.writes) == writes
+
+
+def test_an_api_server_without_taints_gets_the_health_attribute_only(
+        plugin_factory, cyborg_lite, kube_apiserver):
+    kube_apiserver.gates_off.add("DRADeviceTaints")
+    plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    uuid_ = _device_uuid(cyborg_lite)
+    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
+                                    env.ADMIN)
+    assert status in (200, 202, 204), body
+    env.wait(lambda: "DRADeviceTaints feature gate off" in plugin.log(),
+             "the logged fallback")
+
+    def maintaining():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        return all(d["attributes"]["health"] == {"string": "maintaining"}
+                   for d in slice_["spec"]["devices"])
+
+    env.wait(maintaining, "the health")
+    writes = len(kube_apiserver.writes)
+    lists = len(kube_apiserver.requests)
+    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
+             "more publish rounds")
+    assert len(kube_apiserver.writes) == writes

@@ -21,6 +21,7 @@ import re
 import yaml
 
 from cyborg_lite_dra import inventory
+from cyborg_lite_dra import service
 from cyborg_lite_dra import slices
 from cyborg_lite_dra.conf import dra
 
@@ -60,7 +61,9 @@ def test_rbac_grants_what_the_plugin_calls():
     (role,) = [d for d in _load("rbac.yaml") if d["kind"] == "ClusterRole"]
     grants = {(r, v) for rule in role["rules"] for r in rule["resources"]
               for v in rule["verbs"]}
-    for needed in [("resourceclaims", "get"), ("resourceslices", "list"),
+    for needed in [("resourceclaims", "get"),
+                   ("resourceclaims/status", "update"),
+                   ("resourceslices", "list"),
                    ("resourceslices", "create"), ("resourceslices", "update"),
                    ("resourceslices", "delete")]:
         assert needed in grants
@@ -76,3 +79,13 @@ def test_daemonset_mounts_the_default_directories():
         assert defaults[option] in mounts
     assert "/var/lib/kubelet/plugins" in mounts
     assert any(e["name"] == "OS_DRA__NODE_NAME" for e in container["env"])
+
+
+def test_daemonset_probes_the_health_service():
+    (daemonset,) = _load("daemonset.yaml")
+    (container,) = daemonset["spec"]["template"]["spec"]["containers"]
+    probe = container["livenessProbe"]["grpc"]
+    defaults = {o.name: o.default for o in dra.opts}
+    assert probe == {"port": defaults["healthcheck_port"],
+                     "service": "liveness"}
+    assert probe["service"] in service.HealthServicer.SERVICES

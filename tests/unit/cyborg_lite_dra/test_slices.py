@@ -10,6 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import json
+
 import pytest
 
 from cyborg_lite_dra import inventory
@@ -51,10 +53,18 @@ def test_device_entry_attributes():
     entry = slices.device_entry(_device(0, bitstream_id="bs-1",
                                         num_accelerators=0))
     assert entry["name"] == "fpga-0000-5e-00-0-r0"
-    assert entry["attributes"]["resource.kubernetes.io/pciBusID"] == {
-        "string": "0000:5e:00.0"}
+    assert "resource.kubernetes.io/pciBusID" not in entry["attributes"]
+    assert entry["attributes"]["cardPCIBusID"] == {"string": "0000:5e:00.0"}
     assert entry["attributes"]["bitstreamID"] == {"string": "bs-1"}
     assert "capacity" not in entry
+
+
+def test_a_whole_card_publishes_the_function_the_container_gets():
+    entry = slices.device_entry(_device(0, region=None,
+                                        pci_bus_id="0000:AF:00.0"))
+    assert entry["attributes"]["resource.kubernetes.io/pciBusID"] == {
+        "string": "0000:af:00.0"}
+    assert "region" not in entry["attributes"]
 
 
 def test_the_validator_refuses_what_kube_apiserver_refuses():
@@ -74,6 +84,7 @@ def test_the_validator_refuses_what_kube_apiserver_refuses():
     (("FPGA", "0000:5e:00.0", "0", "rp"), "fpga-0000-5e-00-0-r0"),
     (("GPU", "0000:AF:00.0", "gpu0", "rp"), "gpu-0000-af-00-0-rgpu0"),
     (("NIC", None, "0", "rp"), "nic-nopci-r0"),
+    (("GPU", "0000:af:00.0", None, "rp"), "gpu-0000-af-00-0"),
 ])
 def test_device_names_are_stable_dns_labels(args, expected):
     assert inventory.device_name(*args) == expected
@@ -86,3 +97,78 @@ def test_a_name_too_long_becomes_a_digest():
                                          "rp-1")
     assert name != inventory.device_name("FPGA", "0000:5e:00.0", "r" * 80,
                                          "rp-2")
+
+
+@pytest.mark.parametrize("overrides, health, taint", [
+    ({}, "ok", None),
+    ({"device_status": "maintaining"}, "maintaining",
+     {"key": f"{DRIVER}/maintaining", "value": "maintaining",
+      "effect": "NoSchedule"}),
+    ({"device_status": "maintaining", "gone": True}, "gone",
+     {"key": f"{DRIVER}/gone", "value": "gone", "effect": "NoExecute"}),
+])
+def test_an_unhealthy_device_is_tainted(overrides, health, taint):
+    device = _device(0, **overrides)
+    entry = slices.device_entry(device, DRIVER, taints=True)
+    assert entry["attributes"]["health"] == {"string": health}
+    assert entry.get("taints") == ([taint] if taint else None)
+    assert "taints" not in slices.device_entry(device, DRIVER)
+    body = slices.desired([device], DRIVER, "n", 1, taints=True)[0]
+    assert kube_apiserver.validate_slice(body) == []
+
+
+def test_a_taint_stamped_by_the_api_server_is_no_change():
+    device = _device(0, device_status="maintaining")
+    (body,) = slices.desired([device], DRIVER, "n", 1, taints=True)
+    stored = json.loads(json.dumps(body))
+    stored["spec"]["devices"][0]["taints"][0]["timeAdded"] = (
+        "2026-11-28T00:00:00Z")
+    assert slices._content(stored) == slices._content(body)
+
+
+def test_a_partitioned_region_shares_its_handles():
+    device = _device(0, num_accelerators=4)
+    (body,) = slices.desired([device, _device(1, num_accelerators=1)],
+                             DRIVER, "n", 1, partitionable=True)
+    assert kube_apiserver.validate_slice(body) == []
+    spec = body["spec"]
+    assert spec["sharedCounters"] == [{
+        "name": device.name, "counters": {"handles": {"value": "4"}}}]
+    by_name = {d["name"]: d for d in spec["devices"]}
+    assert sorted(by_name) == [device.name] + [
+        f"{device.name}-h{i}" for i in range(4)] + ["fpga-0000-5e-00-0-r1"]
+    assert by_name[device.name]["consumesCounters"] == [{
+        "counterSet": device.name, "counters": {"handles": {"value": "4"}}}]
+    share = by_name[f"{device.name}-h2"]
+    assert share["consumesCounters"] == [{
+        "counterSet": device.name, "counters": {"handles": {"value": "1"}}}]
+    assert share["attributes"]["partition"] == {"int": 2}
+    assert share["capacity"] == {"accelerators": {"value": "1"}}
+    assert share["attributes"]["resourceProviderUUID"] == \
+        by_name[device.name]["attributes"]["resourceProviderUUID"]
+    assert "consumesCounters" not in by_name["fpga-0000-5e-00-0-r1"]
+
+
+def test_partitioned_regions_split_at_32_counter_sets():
+    devices = [_device(i, num_accelerators=2) for i in range(40)]
+    wanted = slices.desired(devices, DRIVER, "n", 1, partitionable=True)
+    assert [len(s["spec"]["sharedCounters"]) for s in wanted] == [32, 8]
+    for body in wanted:
+        assert kube_apiserver.validate_slice(body) == []
+        names = {c["name"] for c in body["spec"]["sharedCounters"]}
+        assert all(c["counterSet"] in names for d in body["spec"]["devices"]
+                   for c in d["consumesCounters"])
+
+
+def test_without_partitions_a_region_is_one_device():
+    (body,) = slices.desired([_device(0, num_accelerators=4)], DRIVER, "n",
+                             1)
+    assert "sharedCounters" not in body["spec"]
+    assert len(body["spec"]["devices"]) == 1
+
+
+def test_share_names_stay_dns_labels():
+    name = "x" * 62
+    assert inventory.DNS_LABEL.match(inventory.partition_name(name, 7))
+    assert inventory.partition_name(name, 7) != inventory.partition_name(
+        name, 8)
