@@ -49,18 +49,22 @@ def _iommu_group(sysfs_device):
     return os.path.basename(os.readlink(link))
 
 
-def _mdev_group(sysfs_root, address, mdev_type):
-    parent = os.path.join(sysfs_root, "bus", "pci", "devices", address)
-    if not os.path.isdir(parent):
+def _mdev_group(sysfs_root, address, mdev_uuid, mdev_type):
+    """The VFIO group of the mediated device ``mdev_uuid`` on the parent
+    ``address``, when it exists and is of ``mdev_type``.
+
+    NOTE(cyborg_lite_dra): the handle's own mdev, never another of the
+    same type: that one may be a VM's (Nova names each vGPU's mdev after
+    its attach handle's uuid) or another claim's.
+    """
+    mdev = os.path.join(sysfs_root, "bus", "pci", "devices", address,
+                        mdev_uuid or "")
+    type_link = os.path.join(mdev, "mdev_type")
+    if not mdev_uuid or not os.path.islink(type_link):
         return None
-    for entry in sorted(os.listdir(parent)):
-        type_link = os.path.join(parent, entry, "mdev_type")
-        if (os.path.islink(type_link)
-                and os.path.basename(os.readlink(type_link)) == mdev_type):
-            group = _iommu_group(os.path.join(parent, entry))
-            if group:
-                return group
-    return None
+    if os.path.basename(os.readlink(type_link)) != mdev_type:
+        return None
+    return _iommu_group(mdev)
 
 
 def _vfio_nodes(group):
@@ -77,9 +81,11 @@ def device_nodes(arq, sysfs_root="/sys", simulated_node=""):
     handle_type = arq.get("attach_handle_type")
     if handle_type == "MDEV":
         asked = (arq.get("attach_handle_info") or {}).get("asked_type")
-        group = _mdev_group(sysfs_root, address, asked)
-        missing = (f"no mediated device of type {asked} on {address} "
-                   f"(create one, e.g. with mdevctl)")
+        mdev_uuid = arq.get("attach_handle_uuid")
+        group = _mdev_group(sysfs_root, address, mdev_uuid, asked)
+        missing = (f"no mediated device {mdev_uuid} of type {asked} on "
+                   f"{address} (create it: mdevctl start -u {mdev_uuid} "
+                   f"-p {address} -t {asked})")
     else:
         group = _iommu_group(os.path.join(sysfs_root, "bus", "pci",
                                           "devices", address))

@@ -42,11 +42,14 @@ def test_a_pci_handle_gets_its_vfio_group(tmp_path):
         {"path": "/dev/vfio/42"}, {"path": "/dev/vfio/vfio"}]
 
 
-def test_an_mdev_handle_gets_the_group_of_an_mdev_of_its_type(tmp_path):
+def test_an_mdev_handle_gets_the_group_of_its_own_mdev(tmp_path):
     parent = tmp_path / "bus" / "pci" / "devices" / ADDRESS
     parent.mkdir(parents=True)
-    for name, mdev_type, group in (("aaaa", "nvidia-221", "8"),
-                                   ("bbbb", "nvidia-222", "9")):
+    # NOTE(cyborg_lite_dra): aaaa is another user's mdev of the asked type;
+    # cccc is this handle's.
+    for name, mdev_type, group in (("aaaa", "nvidia-222", "8"),
+                                   ("bbbb", "nvidia-221", "9"),
+                                   ("cccc", "nvidia-222", "10")):
         (parent / name).mkdir()
         (tmp_path / "types" / mdev_type).mkdir(parents=True, exist_ok=True)
         os.symlink(tmp_path / "types" / mdev_type, parent / name /
@@ -54,13 +57,20 @@ def test_an_mdev_handle_gets_the_group_of_an_mdev_of_its_type(tmp_path):
         (tmp_path / "groups" / group).mkdir(parents=True)
         os.symlink(tmp_path / "groups" / group, parent / name /
                    "iommu_group")
-    arq = _arq("MDEV", asked_type="nvidia-222")
-    assert devnodes.device_nodes(arq, str(tmp_path))[0] == {
-        "path": "/dev/vfio/9"}
+
+    def arq(mdev_uuid, asked_type="nvidia-222"):
+        return dict(_arq("MDEV", asked_type=asked_type),
+                    attach_handle_uuid=mdev_uuid)
+
+    assert devnodes.device_nodes(arq("cccc"), str(tmp_path))[0] == {
+        "path": "/dev/vfio/10"}
     with pytest.raises(devnodes.DeviceNodeError,
-                       match="no mediated device of type nvidia-999"):
-        devnodes.device_nodes(_arq("MDEV", asked_type="nvidia-999"),
-                              str(tmp_path))
+                       match="no mediated device dddd of type nvidia-222 "
+                             "on 0000:5e:00.1 .create it: mdevctl start -u "
+                             "dddd -p 0000:5e:00.1 -t nvidia-222"):
+        devnodes.device_nodes(arq("dddd"), str(tmp_path))
+    with pytest.raises(devnodes.DeviceNodeError, match="no mediated device"):
+        devnodes.device_nodes(arq("bbbb"), str(tmp_path))
 
 
 def test_a_handle_without_a_group_fails_unless_simulated(tmp_path):
