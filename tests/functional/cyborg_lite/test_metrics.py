@@ -15,7 +15,8 @@
 A real cyborg_lite under gunicorn with two workers and prometheus-client's
 multiprocess directory, as a deployment runs it: binds and a programming
 that fails, then scrapes parsed with prometheus-client's own parser. Who
-may scrape is checked on the app itself.
+may scrape (noauth, and keystonemiddleware with its token fixture) and a
+database that cannot be read are checked on the app itself.
 """
 
 import os
@@ -23,14 +24,17 @@ import socket
 import time
 import uuid
 
+from keystonemiddleware import fixture as ks_fixture
 from prometheus_client import parser
 import pytest
 import requests
+import sqlalchemy as sa
 
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
 from tests.fixtures.cyborg import make_conf
+from tests.fixtures.cyborg import make_cyborg
 from tests.fixtures.cyborg_server import make_inventory
 from tests.functional.cyborg_lite.programming import env
 
@@ -211,3 +215,49 @@ def test_a_range_that_is_not_a_network_refuses_to_start(api):
                        match=r"allowed_source_ranges: '10\.0\.5' is not a "
                              r"network"):
         api(allowed_source_ranges=["10.0.5"])
+
+
+def test_keystone_scrape_needs_an_admin_token_or_an_allowed_network(
+        tmp_path):
+    auth = ks_fixture.AuthTokenFixture()
+    auth.setUp()
+    try:
+        cyborg = make_cyborg(
+            tmp_path, auth_strategy="keystone",
+            **{"keystone_authtoken.www_authenticate_uri":
+               "http://keystone.example.org/identity",
+               "metrics.allowed_source_ranges": ["10.0.5.0/24"]})
+        tokens = {}
+        for name, roles in (("member", ["member", "reader"]),
+                            ("admin", ["admin", "member", "reader"])):
+            tokens[name] = uuid.uuid4().hex
+            auth.add_token_data(token_id=tokens[name], project_id="p1",
+                                user_id=f"u-{name}", role_list=roles)
+        outside = {"REMOTE_ADDR": "192.0.2.1"}
+
+        def scrape(token=None, source=outside):
+            headers = {"X-Auth-Token": token} if token else {}
+            return cyborg.client.get("/metrics", headers=headers,
+                                     environ_base=source).status_code
+
+        assert scrape() == 401
+        assert scrape(tokens["member"]) == 403
+        assert scrape(tokens["admin"]) == 200
+        assert scrape(source={"REMOTE_ADDR": "10.0.5.7"}) == 200
+    finally:
+        auth.cleanUp()
+
+
+def test_unreadable_database_is_a_metric_not_an_error(api, tmp_path):
+    client = api()
+    services = client.application.extensions["cyborg_lite"]
+    # NOTE(tests): the tables vanish (a restore gone wrong): the scrape
+    # still answers, and says so.
+    services.db.run(lambda s: s.execute(sa.text("DROP TABLE arqs")))
+
+    answer = client.get("/metrics", headers=env.ADMIN)
+
+    samples = _samples(answer.get_data(as_text=True))
+    assert answer.status_code == 200
+    assert _value(samples, "cyborg_lite_database_up") == 0
+    assert _value(samples, "cyborg_lite_regions", state="ready") is None
