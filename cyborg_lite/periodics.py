@@ -40,6 +40,7 @@ from oslo_log import log as logging
 from cyborg_lite import notifier as notifier_mod
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import lease
+from cyborg_lite.metrics import process as metrics
 from cyborg_lite.programming import reconciler
 
 LOG = logging.getLogger(__name__)
@@ -126,17 +127,20 @@ class Periodics:
             thread.start()
 
     def _loop(self, task):
+        metrics.periodic_started(task.name)
         if not task.at_start and self._stop.wait(task.interval):
             return
         while not self._stop.is_set():
             try:
                 problem = self.schema and self.schema.problem()
                 if problem:
+                    metrics.periodic_failed(task.name)
                     LOG.error("%s skipped; trying again in %s s: %s",
                               task.title, task.interval, problem)
                 else:
                     task.run()
             except Exception as error:
+                metrics.periodic_failed(task.name)
                 if db_engine.unreachable(error):
                     # NOTE(cyborg_lite): one line, as the API's requests
                     # log it: the database being down is not a bug here.

@@ -25,6 +25,7 @@ import webob.dec
 from cyborg_lite import exception
 from cyborg_lite.api import errors
 from cyborg_lite.api import health
+from cyborg_lite.metrics import endpoint as metrics_endpoint
 
 LOG = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def wrap(wsgi_app, conf, services, public_paths):
     """``wsgi_app`` (the Flask app's) inside the standard middleware.
 
     :param services: the app's :class:`~cyborg_lite.api.app.Services`
-        (for ``/healthcheck``).
+        (for ``/healthcheck`` and ``/metrics``).
     :param public_paths: paths served without a token.
     :returns: the outermost WSGI application.
     """
@@ -79,15 +80,20 @@ def wrap(wsgi_app, conf, services, public_paths):
     # carries x-openstack-request-id and every log line of the request
     # its id; then the proxy's headers are applied (scheme, host and
     # prefix the links use), CORS answers preflights, /healthcheck is
-    # served without a body or a token, an announced body over the limit
-    # is refused before authentication reads anything, and the token is
-    # validated last, just outside the app. A layer that would do nothing
-    # with this configuration (no CORS origin, proxy headers not trusted,
-    # noauth) is left out: each costs a webob round trip per request.
+    # served without a body or a token, /metrics by who may scrape it,
+    # an announced body over the limit is refused before authentication
+    # reads anything, the token is validated, and the binds are timed just
+    # outside the app (their latency is the API's, not Keystone's). A
+    # layer that would do nothing with this configuration (no CORS origin,
+    # proxy headers not trusted, noauth) is left out: each costs a webob
+    # round trip per request.
     layers = [
+        (True, metrics_endpoint.time_binds),
         (conf.auth_strategy == "keystone",
          lambda app: _keystone(app, conf, public_paths)),
         (True, lambda app: BodySizeLimiter(app, conf)),
+        (conf.metrics.enabled,
+         lambda app: metrics_endpoint.wrap(app, conf, services)),
         (True, lambda app: health.wrap(app, conf, services)),
         (bool(conf.cors.allowed_origin), lambda app: cors.CORS(app, conf)),
         (conf.oslo_middleware.enable_proxy_headers_parsing,

@@ -17,6 +17,7 @@ from cyborg_lite.conf import api
 from cyborg_lite.conf import clients
 from cyborg_lite.conf import database
 from cyborg_lite.conf import inventory
+from cyborg_lite.conf import metrics
 from cyborg_lite.conf import nova
 from cyborg_lite.conf import pools
 from cyborg_lite.conf import programming
@@ -25,7 +26,7 @@ from cyborg_lite.conf import scheduling
 # NOTE(cyborg_lite): every module listed here has register_opts(conf) and
 # list_opts().
 _MODULES = [api, database, agent, programming, scheduling, pools, inventory,
-            nova, clients]
+            nova, clients, metrics]
 
 
 def register_opts(conf):

@@ -122,6 +122,9 @@ health_rules = [
         "See the detailed health check (database, schema revisions, the "
         "agent transport's broker, the last inventory sync); everyone gets "
         "the verdict.", [("GET", "/healthcheck")]),
+    _op("cyborg:metrics:get", ADMIN,
+        "Scrape the Prometheus metrics; clients in [metrics] "
+        "allowed_source_ranges need no token.", [("GET", "/metrics")]),
 ]
 
 

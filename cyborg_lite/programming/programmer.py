@@ -41,6 +41,7 @@ from concurrent import futures
 import dataclasses
 import os
 import threading
+import time
 import uuid as uuidlib
 
 from oslo_log import log as logging
@@ -60,6 +61,7 @@ from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
+from cyborg_lite.metrics import process as metrics
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import providers as region_providers
@@ -131,6 +133,12 @@ def agent_message(error):
     if isinstance(error, exception.CyborgLiteException):
         return error.message
     return f"{type(error).__name__}: {error}"
+
+
+def _count_unanswered(error, host):
+    if isinstance(error, (agent_exception.AgentTimeout,
+                          agent_exception.AgentUnreachable)):
+        metrics.agent_unanswered(host)
 
 
 class Programmer:
@@ -303,6 +311,7 @@ class Programmer:
                     function_id=job.function_id,
                     timeout=self.conf.programming.image_check_timeout)
             except Exception as error:
+                _count_unanswered(error, job.host)
                 refused.append((job, error))
         return refused
 
@@ -388,9 +397,11 @@ class Programmer:
     def run(self, job):
         """Program the job's regions and settle the outcome (never raises).
         """
+        started = time.monotonic()
         try:
             function_id, image_id = self._program(job)
         except Exception as error:
+            _count_unanswered(error, job.host)
             message = (f"programming {job.target} on {job.host} "
                        f"{job.pci_address} failed: {agent_message(error)}")
             LOG.warning("%s", message)
@@ -404,6 +415,7 @@ class Programmer:
         finally:
             with self._lock:
                 self._owned.difference_update(job.ids)
+        metrics.programming_ended(outcome.ok, time.monotonic() - started)
         return outcome
 
     def _program(self, job):
