@@ -121,10 +121,16 @@ def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
     # Run the API exactly as the unit says, and ask it for its versions.
     unit = configparser.ConfigParser(interpolation=None, strict=False)
     unit.read(tmp_path / "cyborg-lite-api.service")
-    env_name, env_value = unit["Service"]["Environment"].split("=", 1)
+    env = dict(item.split("=", 1)
+               for item in shlex.split(unit["Service"]["Environment"]))
+    assert env["PROMETHEUS_MULTIPROC_DIR"] == (
+        "/run/cyborg-lite-api/metrics")
+    assert unit["Service"]["RuntimeDirectory"] == "cyborg-lite-api"
+    # NOTE(ironic-accel): what systemd's RuntimeDirectory would give.
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "run" / "metrics")
     server = subprocess.Popen(
         shlex.split(unit["Service"]["ExecStart"]),
-        env={env_name: env_value, "PATH": f"{sys.prefix}/bin"},
+        env=dict(env, PATH=f"{sys.prefix}/bin"),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         start_new_session=True)
     try:
