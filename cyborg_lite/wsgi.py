@@ -18,6 +18,11 @@ server's command line, else ``CYBORG_LITE_CONFIG``, else the default
 search; the schema must already be synced (``cyborg-lite-manage db sync``;
 until then the API answers 503 saying so). No state lives in the process,
 so run as many workers as you like.
+
+The configuration is read when the server loads ``application`` (a worker
+as it boots); a file that cannot be parsed stops the server there, after
+one line naming the file and the line. The app itself is built on the
+first request, so loading it touches no database.
 """
 
 import sys
@@ -40,18 +45,33 @@ def _config_args(argv):
     return args
 
 
+#: exit status of a WSGI server process whose configuration cannot be
+#: parsed: gunicorn stops altogether ("Worker failed to boot") when a
+#: worker exits with it, instead of starting the worker again.
+BOOT_ERROR = 3
+
+
+def load_configuration(argv=None):
+    """The parsed configuration (:func:`cyborg_lite.service.prepare`).
+
+    :raises SystemExit: 2 after one line naming the file and the line,
+        when a configuration file cannot be parsed.
+    """
+    args = _config_args(sys.argv[1:] if argv is None else argv)
+    return service.prepare(args, prog="cyborg-lite-wsgi-api")
+
+
 def init_application(argv=None):
     """Build the WSGI application from the configuration."""
-    args = _config_args(sys.argv[1:] if argv is None else argv)
-    conf = service.prepare(args, prog="cyborg-lite-wsgi-api")
-    return app_mod.create_app(conf)
+    return app_mod.create_app(load_configuration(argv))
 
 
 class _LazyApplication:
-    """Builds the app on the first request, so importing this module (as
-    gunicorn's master does before forking) touches no database."""
+    """Builds the app from ``conf`` on the first request, so loading it
+    (as a gunicorn worker does when it boots) touches no database."""
 
-    def __init__(self):
+    def __init__(self, conf):
+        self._conf = conf
         self._app = None
         self._lock = threading.Lock()
 
@@ -59,8 +79,21 @@ class _LazyApplication:
         if self._app is None:
             with self._lock:
                 if self._app is None:
-                    self._app = init_application()
+                    self._app = app_mod.create_app(self._conf)
         return self._app(environ, start_response)
 
 
-application = _LazyApplication()
+def __getattr__(name):
+    # NOTE(cyborg_lite): reading the configuration when the server asks
+    # for ``application``, not on import: importing this module (tests,
+    # the docs) parses nothing and sets up no logging.
+    if name != "application":
+        raise AttributeError(f"module {__name__!r} has no attribute "
+                             f"{name!r}")
+    try:
+        conf = load_configuration()
+    except SystemExit as stop:
+        raise SystemExit(BOOT_ERROR if stop.code == 2 else stop.code)
+    application = _LazyApplication(conf)
+    globals()["application"] = application
+    return application

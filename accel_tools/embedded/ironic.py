@@ -200,9 +200,11 @@ class IronicServer:
     def _env(self):
         return common.child_env(TMPDIR=self.tempdir)
 
-    def start(self, timeout=60):
+    def start(self, timeout=60, headers=None):
         """Start the process and wait until the API answers.
 
+        :param headers: further headers of the readiness probe (an
+            ``X-Auth-Token`` when Ironic runs behind Keystone).
         :returns: seconds from spawn to the first successful API answer.
         :raises RuntimeError: with the log tail when Ironic exits or does
             not answer within ``timeout`` seconds.
@@ -225,7 +227,8 @@ class IronicServer:
             try:
                 rsp = requests.get(
                     f"{self.url}/v1/drivers", timeout=1,
-                    headers={"X-OpenStack-Ironic-API-Version": API_VERSION})
+                    headers={"X-OpenStack-Ironic-API-Version": API_VERSION,
+                             **(headers or {})})
                 if rsp.status_code == 200 and rsp.json().get("drivers"):
                     self.start_seconds = time.monotonic() - began
                     return self.start_seconds

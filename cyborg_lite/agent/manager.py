@@ -67,11 +67,29 @@ class AgentManager:
         self._owners = {}
         self._guard = threading.Lock()
         self._busy = set()
+        self._without_tool = set()
+
+    def _discovered_by(self, name, driver):
+        """``driver.discover()``; none when its vendor tool is absent (a
+        warning the first time), so the other drivers still discover."""
+        try:
+            found = driver.discover()
+        except exception.ToolNotFound as exc:
+            if name not in self._without_tool:
+                self._without_tool.add(name)
+                LOG.warning("Driver %s discovers no device on %s: %s. "
+                            "The other drivers discover as usual; remove "
+                            "%s from [agent] enabled_drivers if this host "
+                            "has none of its devices.", name, self.host,
+                            exc, name)
+            return []
+        self._without_tool.discard(name)
+        return found
 
     def _discover_all(self):
         devices, owners = [], {}
         for name, driver in self._drivers.items():
-            for device in driver.discover():
+            for device in self._discovered_by(name, driver):
                 address = device["pci_address"].lower()
                 if address in owners:
                     continue

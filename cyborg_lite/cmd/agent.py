@@ -33,11 +33,19 @@ LOG = logging.getLogger(__name__)
 def _check_schema(conf):
     """Refuse to start on a database behind the code, when this host's
     configuration names one (a host running the API too shares its file);
-    an agent alone holds no database connection and checks nothing."""
+    an agent alone holds no database connection and checks nothing, nor
+    does one installed without the driver of the database named (a
+    warning says so)."""
     if not cyborg_service.database_configured(conf):
         return
+    missing_driver = None
     try:
         problem = schema.Guard.from_conf(conf).problem()
+    except ImportError as error:
+        # NOTE(cyborg_lite): a compute host installs no database driver
+        # (no extra): no API runs from this installation, so there is no
+        # schema to keep in step with, and the agent never uses it.
+        missing_driver = str(error)
     except (sa_exc.SQLAlchemyError, db_exc.DBError) as error:
         error = getattr(error, "inner_exception", None) or error
         reason = str(error.orig if getattr(error, "orig", None) else error)
@@ -45,7 +53,13 @@ def _check_schema(conf):
             f"cyborg-lite-agent: cannot read the schema of the database "
             f"{cyborg_service.masked_database_url(conf)}: "
             f"{reason.splitlines()[0]}")
-    if problem is not None:
+    if missing_driver is not None:
+        LOG.warning("[database] connection names %s, whose driver is not "
+                    "installed here (%s): its schema is not checked. The "
+                    "agent uses no database; leave [database] out of a "
+                    "compute host's configuration.",
+                    cyborg_service.masked_database_url(conf), missing_driver)
+    elif problem is not None:
         raise SystemExit(f"cyborg-lite-agent: {problem}")
 
 

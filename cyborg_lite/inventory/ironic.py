@@ -42,6 +42,25 @@ LOG = logging.getLogger(__name__)
 #: page_size``).
 DEFAULT_PAGE_SIZE = 500
 
+#: What a sync that Ironic listed no node to says (the API's periodic
+#: pass logs it, ``inventory sync`` prints it).
+NO_NODES = (
+    "Ironic listed no node at all to the [ironic] user. Either no node is "
+    "enrolled yet, or that user cannot see the nodes: under Ironic's "
+    "default policy a project-scoped user sees only the nodes its project "
+    "owns, and nodes enrolled by a system-scoped administrator belong to "
+    "no project. Give the user the reader role on the system and set "
+    "[ironic] system_scope = all (instead of project_name), or set "
+    "Ironic's [DEFAULT] rbac_service_role_elevated_access = true for a "
+    "user with the service role in the service project. No document was "
+    "applied; no bind can succeed until one is.")
+
+
+def _counting(nodes, seen):
+    for node in nodes:
+        seen[0] += 1
+        yield node
+
 
 def missing_providers(placement, document):
     """The document's region providers Placement does not have (yet).
@@ -159,14 +178,17 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
         counted in ``"unchanged"``, nothing is written for them).
     :param page_size: nodes per Ironic request.
     :returns: ``{"applied": [summary], "skipped": {node: reason},
-        "not_in_placement": {host: [rp uuid]}, "unchanged": n}``, plus
-        ``"handles": {host: report}`` when ``agent_api`` is given.
+        "not_in_placement": {host: [rp uuid]}, "unchanged": n,
+        "nodes": n}`` (``nodes``: how many nodes Ironic listed, whatever
+        their documents), plus ``"handles": {host: report}`` when
+        ``agent_api`` is given.
     """
     apply_document = apply_document or apply.apply_document
     known = applied_db.known(db)
+    seen = [0]
     found = node_documents.survey(
-        node_documents.stream_nodes(conn, page_size), host=host,
-        known=known)
+        _counting(node_documents.stream_nodes(conn, page_size), seen),
+        host=host, known=known)
     claimed = found.single()
     for node_uuid, reason in sorted(found.skipped.items()):
         LOG.warning("Node %s: inventory document skipped: %s", node_uuid,
@@ -213,7 +235,7 @@ def sync(db, conn, host=None, apply_document=None, placement=None,
         applied_db.forget_except(db, found.claims)
     result = {"applied": applied, "skipped": found.skipped,
               "not_in_placement": missing,
-              "unchanged": len(claimed) - len(todo)}
+              "unchanged": len(claimed) - len(todo), "nodes": seen[0]}
     if placement is not None:
         result["adopted"] = adopt_imported(db, placement, host)
     if agent_api is not None:
@@ -244,7 +266,8 @@ def _handles_line(host, report):
     return line
 
 
-def sync_from_ironic(conf, db, programmer, host=None, full=True):
+def sync_from_ironic(conf, db, programmer, host=None, full=True,
+                     log_no_nodes=True):
     """Apply the Ironic nodes' documents to ``db`` (all hosts, or ``host``).
 
     What ``inventory sync`` and the API's periodic sync both run: attach
@@ -254,6 +277,8 @@ def sync_from_ironic(conf, db, programmer, host=None, full=True):
 
     :param full: apply every document, not only the changed ones (see
         :func:`sync`).
+    :param log_no_nodes: log :data:`NO_NODES` as a warning when Ironic
+        listed no node (``inventory sync`` prints it instead).
 
     :returns: :func:`sync`'s result.
     :raises ValueError: ``[ironic]`` is not configured.
@@ -266,10 +291,13 @@ def sync_from_ironic(conf, db, programmer, host=None, full=True):
             clients.connection(conf, "placement"))
     # NOTE(accel): the programmer knows which agent serves a host (the
     # embedded one with the in-process transport, else the host's own).
-    return sync(db, clients.connection(conf, "ironic"), host=host,
-                placement=placement, agent_api=programmer.agent_api(),
-                agent_host=programmer.agent_host, offer_capacity=True,
-                full=full, page_size=conf.inventory.page_size)
+    result = sync(db, clients.connection(conf, "ironic"), host=host,
+                  placement=placement, agent_api=programmer.agent_api(),
+                  agent_host=programmer.agent_host, offer_capacity=True,
+                  full=full, page_size=conf.inventory.page_size)
+    if log_no_nodes and not result["nodes"]:
+        LOG.warning("Inventory sync: %s", NO_NODES)
+    return result
 
 
 def sync_problems(result):

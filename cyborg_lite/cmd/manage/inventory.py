@@ -117,7 +117,8 @@ def sync_ironic_command(conf, args):
     where its attach handles came from. 0 done, 1 a node was skipped, a
     host's agent could not be asked (its known handles are kept; run the
     command again once the agent is back) or Ironic/Placement failed, 2
-    bad configuration.
+    bad configuration, :data:`NO_NODES` Ironic listed no node at all
+    (0 with ``--allow-no-nodes``; the warning is printed either way).
     """
     if not clients.is_configured(conf, "ironic"):
         print("[ironic] is not configured", file=sys.stderr)
@@ -125,7 +126,8 @@ def sync_ironic_command(conf, args):
     db = db_engine.Database.from_conf(conf)
     programmer = programmer_mod.Programmer(conf, db)
     try:
-        result = ironic.sync_from_ironic(conf, db, programmer, host=args.host)
+        result = ironic.sync_from_ironic(conf, db, programmer, host=args.host,
+                                         log_no_nodes=False)
     except (ks_exceptions.ClientException,
             openstack_exceptions.SDKException) as error:
         # NOTE(cyborg_lite): each document is applied in its own
@@ -141,11 +143,19 @@ def sync_ironic_command(conf, args):
     print(json.dumps(result, indent=2))
     for line in ironic.handles_lines(result):
         print(line, file=sys.stderr)
+    if not result["nodes"]:
+        print(f"Warning: {ironic.NO_NODES}", file=sys.stderr)
+        if not getattr(args, "allow_no_nodes", False):
+            return NO_NODES
     return 1 if ironic.sync_problems(result) else 0
 
 
 #: exit code of ``inventory sync`` when another pass kept the lease.
 LEASE_BUSY = 3
+
+#: exit code of ``inventory sync`` when Ironic listed no node at all (the
+#: credentials may not see them; ``--allow-no-nodes`` makes it 0).
+NO_NODES = 4
 
 
 def _seconds(text):
@@ -221,4 +231,9 @@ def add_commands(subparsers):
                           "already running (an API worker's periodic one) "
                           "before giving up with exit code "
                           f"{LEASE_BUSY} (default: 60)")
+    syn.add_argument("--allow-no-nodes", action="store_true",
+                     help="exit 0, not "
+                          f"{NO_NODES}, when Ironic lists no node at all "
+                          "(a cloud with no node enrolled yet); the "
+                          "warning is printed anyway")
     syn.set_defaults(func=inventory_sync_from_ironic)

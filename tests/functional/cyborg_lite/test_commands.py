@@ -181,6 +181,27 @@ def test_wsgi_application_reads_config_from_environment(
     assert response.get_json() == {"device_profiles": []}
 
 
+def test_gunicorn_stops_on_a_file_it_cannot_parse(tmp_path):
+    bad = tmp_path / "cyborg_lite.conf"
+    bad.write_text("[DEFAULT]\nauth_strategy = noauth\n"
+                   "[nova]  # where the events go\nauth_type = none\n")
+    gunicorn = os.path.join(os.path.dirname(sys.executable), "gunicorn")
+    env = dict(os.environ, CYBORG_LITE_CONFIG=str(bad))
+
+    # the workers boot with the configuration read: no request is needed
+    result = subprocess.run(
+        [gunicorn, "--workers", "2", "--bind", "127.0.0.1:0",
+         "--no-control-socket", "cyborg_lite.wsgi:application"],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+
+    assert result.returncode == wsgi.BOOT_ERROR, result.stderr
+    assert (f"cyborg-lite-wsgi-api: Failed to parse {bad}: at {bad}:3, "
+            "Invalid section (must end with ]): '[nova]  # where the "
+            "events go'") in result.stderr
+    assert "Reason: Worker failed to boot." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_standalone_demo_walks_through_the_api(tmp_path, capsys):
     assert demo.main(["--standalone",
                       "--state-dir", str(tmp_path / "state")]) == 0

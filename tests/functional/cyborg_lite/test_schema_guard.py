@@ -16,7 +16,11 @@ traceback; after ``db sync``, everything works without a restart."""
 
 import json
 import logging
+import subprocess
+import sys
 import time
+
+import pytest
 
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.cmd import agent as agent_cmd
@@ -106,3 +110,45 @@ def test_agent_refuses_to_start_on_a_database_behind_the_code(tmp_path):
     assert message.startswith("cyborg-lite-agent: The database has no "
                               "cyborg_lite schema")
     assert "cyborg-lite-manage db sync" in message
+
+
+# NOTE(tests): None in sys.modules makes ``import pymysql`` fail as it does
+# where the package is absent: a compute host installed without extras.
+_WITHOUT_PYMYSQL = """
+import sys
+sys.modules["pymysql"] = None
+from cyborg_lite.cmd import agent
+agent.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.rabbitmq
+def test_agent_without_the_database_driver_starts_and_says_so(
+        tmp_path, rabbitmq_url):
+    config = tmp_path / "agent.conf"
+    config.write_text(
+        f"[DEFAULT]\ntransport_url = {rabbitmq_url}\n"
+        "[database]\nconnection = mysql+pymysql://cyborg_lite:secret@"
+        "db.example.org/cyborg_lite?charset=utf8mb4\n"
+        f"[agent]\nhost = nodriver-{time.monotonic_ns()}.example.org\n"
+        f"enabled_drivers = sim\nsim_state_dir = {tmp_path / 'sim'}\n")
+    log = tmp_path / "agent.log"
+    with open(log, "w") as out:
+        agent = subprocess.Popen(
+            [sys.executable, "-c", _WITHOUT_PYMYSQL, "--config-file",
+             str(config)], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while "agent serving topic" not in log.read_text():
+            assert agent.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    finally:
+        agent.terminate()
+        agent.wait(30)
+    text = log.read_text()
+    assert "ModuleNotFoundError" not in text and "Traceback" not in text
+    assert ("[database] connection names mysql+pymysql://cyborg_lite:***@"
+            "db.example.org/cyborg_lite?charset=utf8mb4, whose driver is "
+            "not installed here") in text
+    assert "leave [database] out of a compute host's configuration" in text

@@ -21,6 +21,7 @@ from cyborg_lite.agent import exception
 from cyborg_lite.agent import manager
 from cyborg_lite.agent.drivers import base
 from cyborg_lite.agent.drivers import sim
+from cyborg_lite.agent.drivers import xilinx_xrt
 from tests.unit.cyborg_lite.agent.test_images import write_catalog
 
 FPGA = "0000:5e:00.0"
@@ -208,3 +209,25 @@ def test_mdev_calls_reach_the_gpu_driver_by_parent_address(tmp_path):
     assert create.read_text() == mdev
     assert agent.remove_mdev({}, pci_address="0000:41:00.4",
                              mdev_uuid=mdev)["removed"] is False
+
+
+def test_driver_without_its_vendor_tool_leaves_the_others_discovering(
+        sim_conf, tmp_path, caplog):
+    sim_conf.set_override("xbmgmt_path", str(tmp_path / "no" / "xbmgmt"),
+                          group="agent")
+    agent = manager.AgentManager(sim_conf, driver_map={
+        "xilinx_xrt": xilinx_xrt.XilinxXrtDriver(sim_conf),
+        "sim": sim.SimDriver(sim_conf)})
+
+    first = agent.discover({})
+    again = agent.discover({})
+
+    assert [d["driver"] for d in first["devices"]] == ["sim", "sim"]
+    assert again == first
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name == "cyborg_lite.agent.manager"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(
+        "Driver xilinx_xrt discovers no device on agent-test-host: Vendor "
+        f"tool {tmp_path / 'no' / 'xbmgmt'} is not installed")
+    assert "remove xilinx_xrt from [agent] enabled_drivers" in warnings[0]
