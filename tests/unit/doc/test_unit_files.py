@@ -32,6 +32,7 @@ DEFAULTS = {
     "cyborg_lite_api_workers": 4,
     "cyborg_lite_api_bind_host": "0.0.0.0",
     "cyborg_lite_api_port": 6666,
+    "cyborg_lite_api_service_name": "cyborg-lite-api",
     "cyborg_lite_agent_host": "compute-0.example.org",
 }
 
