@@ -22,24 +22,24 @@ for all). Every test passes or is skipped by the plugin itself, except the
 ones of ``cyborg_tempest_exclude.txt``: each asserts real Cyborg's answer
 where the API reference documents a different one, and says so.
 
-The plugin's scenario tests boot guests. What they need, and why none runs
-here:
+The plugin's scenario tests boot servers through Nova. What they need,
+and why none runs here (not even with the real Nova of
+:mod:`tests.fixtures.nova`, whose fake virt driver would "boot" them):
 
-- ``TestAcceleratorBasicOps.test_server_basic_ops`` boots a server with a
-  device profile of ``CUSTOM_FAKE_DEVICE`` and logs into it over SSH to
-  look at its PCI devices: it needs Neutron (a floating IP), Glance and a
-  guest that runs; Nova's fake virt driver starts none.
-- ``TestPCIDriverLifecycle`` (``driver_lifecycle_base``) checks the
-  device's vendor and product ids inside the guest (SSH, ``lspci``) and
-  that Cyborg's PCI driver frees the handle after each life-cycle step: a
-  real guest and a real PCI device.
-- ``TestARQServiceTokenOps`` boots a server, then calls bind, unbind and
-  delete on its ARQs without a service token and wants 403 with "requires
-  a service token". The boot needs ``[compute] fixed_network_name`` and
-  ``validation`` resources (Neutron) that the tests' Nova cloud
-  (:mod:`tests.fixtures.nova`) does not give tempest; the 403 and its
-  words are asserted by ``tests/functional/cyborg_lite``
-  (``test_accelerator_requests``) instead.
+- ``TestServerBasicOps.test_server_basic_ops`` and
+  ``TestARQServiceTokenOps.test_delete_bound_arq_by_instance_uuid`` create
+  a security group and boot a server on a tenant network: Neutron writes.
+  That cloud has only a read-only Neutron stand-in (it answers 501 to
+  every write), and no network to boot on. The device profile they boot
+  with asks for ``trait:CUSTOM_FAKE_DEVICE``, which only Cyborg's fake
+  driver reports to Placement. The service-token test then wants 403 with
+  "requires a service token" for a delete by instance without a service
+  token: ``tests/functional/cyborg_lite/test_accelerator_requests.py``
+  asserts those words.
+- ``TestPCIDriverLifecycle`` (10 tests) logs into the guest over SSH
+  (floating IP, keypair) after each life-cycle step (reboots, pause,
+  snapshot, backup, shelve, rebuild, ...) to find the device's vendor and
+  product ids with ``lspci``: a guest that runs and a real PCI device.
 """
 
 from concurrent import futures
