@@ -53,6 +53,8 @@ from tests.fixtures import tempest
 from tests.fixtures.cyborg_server import CyborgServer
 
 EXCLUDE = pathlib.Path(__file__).with_name("cyborg_tempest_exclude.txt")
+API_REFERENCE = (pathlib.Path(__file__).resolve().parents[2] / "doc" /
+                 "source" / "reference" / "api.rst")
 API_TESTS = r"^cyborg_tempest_plugin\.tests\.api\."
 
 
@@ -146,3 +148,15 @@ def test_cyborg_tempest_plugin_api_tests_pass(accelerators, runs,
                 if re.search(regex, name)]
     assert len(passed) == PASSING[enforce_new_defaults], (
         counts, passed, results.output)
+
+
+def test_every_exclusion_is_a_departure_the_api_reference_lists():
+    reference = API_REFERENCE.read_text()
+    for line in EXCLUDE.read_text().splitlines():
+        regex, _, reason = line.partition("#")
+        if not regex.strip():
+            continue
+        assert reason.strip(), f"no reason given for {regex.strip()}"
+        test = regex.strip().replace("\\", "").rsplit(".", 1)[-1]
+        assert f"{test}``" in reference, (
+            f"{regex.strip()} is excluded but api.rst does not name it")
