@@ -66,8 +66,11 @@ class PolicyNotAuthorized(Forbidden):
 
 
 class ServiceTokenRequired(Forbidden):
-    msg_fmt = ("%(action)s needs a service token (X-Service-Roles with one "
-               "of %(roles)s).")
+    # NOTE(cyborg_lite): "requires a service token" are Cyborg's words,
+    # which clients (cyborg-tempest-plugin) look for.
+    msg_fmt = ("%(action)s requires a service token (X-Service-Roles with "
+               "one of %(roles)s). Use the Compute API to manage instance "
+               "accelerators.")
 
 
 class NotFound(CyborgLiteException):
@@ -144,6 +147,10 @@ class ConcurrentChange(Conflict):
 
 class DeviceProfileExists(Conflict):
     msg_fmt = "Device profile with name %(name)s already exists."
+
+
+class DeviceProfileUuidExists(DeviceProfileExists):
+    msg_fmt = "Device profile with uuid %(uuid)s already exists."
 
 
 class DeviceProfileInUse(Conflict):

@@ -27,21 +27,33 @@ from cyborg_lite.db import models
 @engine.transactional
 def create(session, name, groups, description=None,
                           uuid=None):
-    """Store a device profile; :raises DeviceProfileExists: on a duplicate
-    name (or uuid)."""
-    exists = session.execute(
-        sa.select(models.DeviceProfile.id).where(
-            models.DeviceProfile.name == name)).first()
-    if exists:
-        raise exception.DeviceProfileExists(name=name)
+    """Store a device profile.
+
+    :raises DeviceProfileExists: a profile has the name.
+    :raises DeviceProfileUuidExists: a profile has the uuid.
+    """
+    taken = session.execute(
+        sa.select(models.DeviceProfile.name, models.DeviceProfile.uuid).where(
+            sa.or_(models.DeviceProfile.name == name,
+                   models.DeviceProfile.uuid == uuid))).first()
+    if taken is not None:
+        _raise_taken(taken.name == name, name, uuid)
     profile = models.DeviceProfile(uuid=uuid or engine.new_uuid(), name=name,
                                    groups=groups, description=description)
     session.add(profile)
     try:
         session.flush()
-    except db_exc.DBDuplicateEntry:
-        raise exception.DeviceProfileExists(name=name)
+    except db_exc.DBDuplicateEntry as error:
+        # NOTE(cyborg_lite): a concurrent create took the name or the uuid
+        # after the check; the database says which column.
+        _raise_taken("name" in (error.columns or ["name"]), name, uuid)
     return profile
+
+
+def _raise_taken(by_name, name, uuid):
+    if by_name:
+        raise exception.DeviceProfileExists(name=name)
+    raise exception.DeviceProfileUuidExists(uuid=uuid)
 
 
 @engine.reader

@@ -24,12 +24,13 @@ _UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?" \
         "[0-9a-fA-F]{12}$"
 
 #: POST /v2/accelerator_requests (other keys are ignored, as in Cyborg).
+#: An empty name is a name no profile has: 404, as in Cyborg.
 CREATE = {
     "type": "object",
     "required": ["device_profile_name"],
     "properties": {
         "device_profile_name": {
-            "type": "string", "minLength": 1,
+            "type": "string",
             "maxLength": models.ARQ.device_profile_name.type.length},
     },
 }

@@ -70,6 +70,13 @@ def test_create_unknown_profile_is_404(cyborg):
     assert "nope" in fault(response)
 
 
+def test_create_with_empty_profile_name_is_404_as_any_unknown_name(cyborg):
+    response = cyborg.client.post(ARQS, headers=NOVA,
+                                  json={"device_profile_name": ""})
+    assert response.status_code == 404
+    assert "could not be found" in fault(response)
+
+
 def test_create_without_profile_name_is_400_not_500(cyborg):
     response = cyborg.client.post(ARQS, headers=NOVA, json={})
     assert response.status_code == 400
@@ -118,7 +125,8 @@ def test_bind_without_service_token_is_403(cyborg):
     response = cyborg.bind([arqs[0]["uuid"]], FPGA_REGION0_RP, _instance(),
                            caller=MEMBER)
     assert response.status_code == 403
-    assert "service token" in fault(response)
+    # Cyborg's words, which cyborg-tempest-plugin looks for.
+    assert "requires a service token" in fault(response)
 
 
 def test_bind_validation_errors_are_400(cyborg):

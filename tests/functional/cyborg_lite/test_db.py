@@ -73,6 +73,8 @@ def test_device_profile_round_trip_and_unique_name(db):
     assert profile_db.get(db, "p").uuid == profile.uuid
     with pytest.raises(exception.DeviceProfileExists):
         profile_db.create(db, name="p", groups=groups)
+    with pytest.raises(exception.DeviceProfileUuidExists):
+        profile_db.create(db, name="q", groups=groups, uuid=profile.uuid)
 
 
 def test_state_move_is_conditional_and_idempotent(db):

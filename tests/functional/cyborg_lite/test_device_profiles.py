@@ -118,6 +118,25 @@ def test_duplicate_name_is_409(cyborg):
     assert "dup" in fault(response)
 
 
+@pytest.mark.parametrize("name", ["", "x" * 256], ids=["empty", "256"])
+def test_empty_or_overlong_name_is_400_naming_it(cyborg, name):
+    response = _post(cyborg, [{"name": name,
+                               "groups": [{"resources:FPGA": "1"}]}])
+    assert response.status_code == 400
+    assert "name" in fault(response)
+
+
+def test_taken_uuid_is_409_naming_the_uuid_not_the_free_name(cyborg):
+    body = [{"name": "first", "groups": [{"resources:FPGA": "1"}]}]
+    response = _post(cyborg, body)
+    assert response.status_code == 201
+    taken = response.get_json()["uuid"]
+    response = _post(cyborg, [dict(body[0], name="second", uuid=taken)])
+    assert response.status_code == 409
+    assert fault(response) == (f"Device profile with uuid {taken} already "
+                               "exists.")
+
+
 def test_create_needs_admin(cyborg):
     body = [{"name": "x", "groups": [{"resources:FPGA": "1"}]}]
     assert _post(cyborg, body, caller=MEMBER).status_code == 403
