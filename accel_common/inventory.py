@@ -27,6 +27,10 @@ required), and the host agent's in-band discovery completes it
 (:mod:`cyborg_lite.inventory.handle_discovery`). A writer names the lowest
 version its document needs (:func:`version_for`), so a reader that knows
 only ``1.0`` keeps reading every document that has all addresses.
+
+A ``PCI`` attach handle is listed once in the document; an ``MDEV`` handle
+is listed once per vGPU instance its parent can hold of its type (every
+version: the instances are alike, their count is what the list says).
 """
 
 import hashlib

@@ -22,6 +22,12 @@ deployable and device) is marked ``retired`` and keeps working until the
 ARQ is unbound; the next sync then removes it. Applying the same document
 twice changes nothing.
 
+An ``MDEV`` handle listed n times is n vGPU instances of its type on its
+parent: n handles, numbered (``mdev_index``), each with its own uuid, which
+the mdev Nova creates for it is named after. Handles are matched by
+address, type and instance, so their uuids survive every sync; when the
+count shrinks, free instances go first (see :func:`_kept_instances`).
+
 A device without a PCI address (schema 1.1, one the host agent did not
 complete) keeps the address, vendor and product ids the database already
 knows for it (by its id); one never seen with an address is not stored
@@ -111,8 +117,32 @@ def _physnets_left(deployable, existing, wanted, summary):
             inventory.physnet_trait(net) for net in left)
 
 
+def _kept_instances(rows, count):
+    """Which of one (parent, type)'s handle rows stay its ``count``
+    instances: those in use first, then the free ones by index, so that a
+    shrinking count drops free instances and every kept row keeps its
+    uuid."""
+    rows = sorted(rows, key=lambda h: (not h.in_use, h.mdev_index))
+    return rows[:count], rows[count:]
+
+
+def _free_indexes(rows, count):
+    """``count`` instance indexes no row of ``rows`` holds, lowest first."""
+    held = {h.mdev_index for h in rows}
+    found, index = [], 0
+    while len(found) < count:
+        if index not in held:
+            found.append(index)
+        index += 1
+    return found
+
+
 def _sync_handles(session, deployable, wanted, summary):
-    """Make ``deployable``'s handles match ``wanted`` (None: leave them)."""
+    """Make ``deployable``'s handles match ``wanted`` (None: leave them).
+
+    An MDEV handle listed n times is n vGPU instances of that type on that
+    parent, one row (and uuid) each; see :func:`_kept_instances`.
+    """
     existing = session.execute(
         sa.select(models.AttachHandle).where(
             models.AttachHandle.deployable_id == deployable.id)
@@ -120,27 +150,37 @@ def _sync_handles(session, deployable, wanted, summary):
     if wanted is None:
         return sum(1 for h in existing if not h.retired)
     _physnets_left(deployable, existing, wanted, summary)
-    by_key = {(h.pci_address, h.mdev_type): h for h in existing}
-    seen = set()
+    by_key = collections.defaultdict(list)
+    for handle in existing:
+        by_key[(handle.pci_address, handle.mdev_type)].append(handle)
+    counts = collections.Counter()
+    items = {}
     for item in wanted:
         key = (item["pci_address"].lower(), item.get("mdev_type", ""))
-        seen.add(key)
+        counts[key] += 1
+        items.setdefault(key, item)
+    for key, count in counts.items():
+        item = items[key]
         values = {"type": item["type"],
                   "physical_network": item.get("physical_network"),
                   "retired": False}
-        handle = by_key.get(key)
-        if handle is None:
+        rows = by_key.pop(key, [])
+        kept, dropped = _kept_instances(rows, count)
+        for handle in kept:
+            if _set(handle, values):
+                summary.add("attach_handles", "updated")
+            else:
+                summary.add("attach_handles", "unchanged")
+        for handle in dropped:
+            _retire_handle(session, handle, summary)
+        for index in _free_indexes(rows, count - len(kept)):
             session.add(models.AttachHandle(
                 uuid=db_engine.new_uuid(), deployable_id=deployable.id,
-                pci_address=key[0], mdev_type=key[1], in_use=False,
-                **values))
+                pci_address=key[0], mdev_type=key[1], mdev_index=index,
+                in_use=False, **values))
             summary.add("attach_handles", "created")
-        elif _set(handle, values):
-            summary.add("attach_handles", "updated")
-        else:
-            summary.add("attach_handles", "unchanged")
-    for key, handle in by_key.items():
-        if key not in seen:
+    for rows in by_key.values():
+        for handle in rows:
             _retire_handle(session, handle, summary)
     return len(wanted)
 
