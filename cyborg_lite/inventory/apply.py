@@ -81,8 +81,10 @@ class _Summary:
         self.functions_taken = []
         #: ids of address-less devices never seen with an address.
         self.incomplete = []
-        #: NIC regions whose handles left a physical network:
-        #: {rp uuid: [its CUSTOM_<PHYSNET> traits]}, for Placement.
+        #: traits to take off regions' providers, for Placement: the
+        #: CUSTOM_<PHYSNET> of a physical network a NIC region's handles
+        #: left, a trait the region's device spec no longer gives:
+        #: {rp uuid: [trait]}.
         self.physnets_left = {}
 
     def add(self, kind, what):
@@ -217,23 +219,42 @@ def _retire_deployable(session, deployable, summary):
     return False
 
 
-def _sync_attributes(session, deployable, region):
-    """Keep the attributes the inventory owns (``rc``); leave the others.
+def _is_owned_attribute(key):
+    return key == "rc" or (key.startswith("trait") and key[5:].isdigit())
+
+
+def _sync_attributes(session, deployable, traits, summary):
+    """Keep the attributes the inventory owns (``rc``, and ``trait0``,
+    ``trait1``... of the region's ``traits``, as real Cyborg's drivers
+    name them; None: leave those); leave the others. A trait the region
+    no longer has is noted in ``summary.physnets_left``, to be taken off
+    its provider.
 
     Attributes an admin created through the API are not the document's to
     remove.
     """
-    wanted = {"rc": region["resource_class"]}
-    existing = session.execute(
+    existing = [attr for attr in session.execute(
         sa.select(models.Attribute).where(
-            models.Attribute.deployable_id == deployable.id,
-            models.Attribute.key.in_(list(wanted)))
-        .order_by(models.Attribute.id)).scalars().all()
+            models.Attribute.deployable_id == deployable.id)
+        .order_by(models.Attribute.id)).scalars()
+        if _is_owned_attribute(attr.key)]
+    if traits is None:
+        traits = [attr.value for attr in existing if attr.key != "rc"]
+    traits = sorted(traits)
+    wanted = {"rc": deployable.resource_class}
+    wanted.update((f"trait{index}", trait)
+                  for index, trait in enumerate(traits))
+    left = {attr.value for attr in existing
+            if attr.key != "rc"} - set(traits)
+    if left:
+        noted = summary.physnets_left.setdefault(deployable.rp_uuid, [])
+        noted.extend(sorted(left - set(noted)))
     for attr in existing:
         if wanted.get(attr.key) == attr.value:
             wanted.pop(attr.key)
         else:
             session.delete(attr)
+    session.flush()
     for key, value in wanted.items():
         session.add(models.Attribute(uuid=db_engine.new_uuid(),
                                      deployable_id=deployable.id, key=key,
@@ -321,9 +342,16 @@ def _sync_device(session, host, doc_device, device, summary):
     for region in doc_device["regions"]:
         seen.add(region["id"])
         dep = deployables.get(region["id"])
+        in_band = "attach_handles" in region
+        # NOTE(cyborg_lite): a document without the region's handles is
+        # the out-of-band one (the agent did not answer): what the agent's
+        # device spec gave the region (class, traits) stays, as its
+        # handles do.
         values = {"name": _deployable_name(host, doc_device, region),
                   "rp_uuid": region["rp_uuid"],
-                  "resource_class": region["resource_class"],
+                  "resource_class": (region["resource_class"]
+                                     if in_band or dep is None
+                                     else dep.resource_class),
                   "retired": False}
         if dep is None:
             dep = models.Deployable(
@@ -349,7 +377,9 @@ def _sync_device(session, host, doc_device, device, summary):
         resized = _set(dep, {"num_accelerators": max(count, 1)})
         if dep_changed is not None:
             dep_changed = dep_changed or resized
-        _sync_attributes(session, dep, region)
+        _sync_attributes(session, dep,
+                         region.get("traits", []) if in_band else None,
+                         summary)
         if dep_changed:
             summary.add("deployables", "updated")
         elif dep_changed is False:
@@ -433,9 +463,10 @@ def apply_document(db, document):
         ``functions_taken`` (the regions whose function the document
         changed, with their function trait, for Placement),
         ``incomplete`` (ids of devices without a PCI address, not stored),
-        ``physnets_left`` (``{rp uuid: [CUSTOM_<PHYSNET>]}`` of the regions
-        whose handles no longer name those physical networks, for
-        Placement) and ``changed``.
+        ``physnets_left`` (``{rp uuid: [trait]}``: the traits to take off
+        regions' providers, for Placement: ``CUSTOM_<PHYSNET>`` of the
+        physical networks a region's handles no longer name, and the
+        ``traits`` a region no longer lists) and ``changed``.
     """
     inventory.validate(document)
     return db.run(_apply, document)
