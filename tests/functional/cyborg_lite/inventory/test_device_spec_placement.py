@@ -97,6 +97,21 @@ def _discovered(tmp_path, spec):
     return test_pci._driver(root, [spec]).discover()
 
 
+def _stored(tmp_path):
+    """The region's class, trait attributes and handle count in
+    cyborg_lite's database."""
+    db = db_engine.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
+    try:
+        with db.transaction() as session:
+            (deployable,) = session.query(models.Deployable).all()
+            traits = {a.value for a in session.query(models.Attribute)
+                      if a.key.startswith("trait")}
+            handles = session.query(models.AttachHandle).count()
+            return deployable.resource_class, traits, handles
+    finally:
+        db.dispose()
+
+
 def test_spec_class_and_traits_reach_the_provider(
         tmp_path, config_file, placement_conn, compute_node):
     _, host = compute_node
@@ -120,18 +135,16 @@ def test_spec_class_and_traits_reach_the_provider(
                                         microversion=MV)
     assert any(rp_uuid in c["allocations"]
                for c in resp.json()["allocation_requests"]), resp.text
-    db = db_engine.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
-    try:
-        with db.transaction() as session:
-            (deployable,) = session.query(models.Deployable).all()
-            assert deployable.resource_class == "CUSTOM_QAT_VF"
-    finally:
-        db.dispose()
+    assert _stored(tmp_path) == ("CUSTOM_QAT_VF", {"CUSTOM_QAT_GEN4"}, 16)
 
-    # NOTE(test): the reporter's next pass (no handles, no spec) keeps
-    # what the agent's spec gave the region.
+    # NOTE(test): the reporter's next pass and the out-of-band document
+    # (no handles, no spec: the agent did not answer) keep what the
+    # agent's spec gave the region.
     reporter.report(client, out_of_band)
     assert _provider(placement_conn, rp_uuid) == (inventories, traits)
+    _import(tmp_path, config_file, out_of_band)
+    assert _provider(placement_conn, rp_uuid) == (inventories, traits)
+    assert _stored(tmp_path) == ("CUSTOM_QAT_VF", {"CUSTOM_QAT_GEN4"}, 16)
 
     without_trait = dict(QAT_SPEC)
     del without_trait["traits"]
@@ -141,3 +154,4 @@ def test_spec_class_and_traits_reach_the_provider(
     inventories, traits = _provider(placement_conn, rp_uuid)
     assert inventories == {"CUSTOM_QAT_VF": 16}
     assert "CUSTOM_QAT_GEN4" not in traits
+    assert _stored(tmp_path) == ("CUSTOM_QAT_VF", set(), 16)
