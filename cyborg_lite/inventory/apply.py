@@ -254,7 +254,6 @@ def _sync_attributes(session, deployable, traits, summary):
             wanted.pop(attr.key)
         else:
             session.delete(attr)
-    session.flush()
     for key, value in wanted.items():
         session.add(models.Attribute(uuid=db_engine.new_uuid(),
                                      deployable_id=deployable.id, key=key,
