@@ -27,14 +27,25 @@ required), and the host agent's in-band discovery completes it
 (:mod:`cyborg_lite.inventory.handle_discovery`). A writer names the lowest
 version its document needs (:func:`version_for`), so a reader that knows
 only ``1.0`` keeps reading every document that has all addresses.
+
+A region's ``traits`` (optional, every version) are traits its provider
+carries besides those its identity gives it: the host agent's, from the
+operator's device spec. A reader that predates the field refuses such a
+document, naming the field, rather than misreading it.
+
+A ``PCI`` attach handle is listed once in the document; an ``MDEV`` handle
+is listed once per vGPU instance its parent can hold of its type (every
+version: the instances are alike, their count is what the list says).
 """
 
+import functools
 import hashlib
 import json
 import re
 import uuid
 
 import jsonschema
+import os_traits
 
 from accel_common import exception
 
@@ -63,6 +74,7 @@ PROGRAM_MODES = ("dynamic", "single")
 _PCI_ADDRESS = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 _HEX_ID = r"^0x[0-9a-fA-F]{4}$"
 _RESOURCE_CLASS = r"^([A-Z][A-Z0-9_]*|CUSTOM_[A-Z0-9_]+)$"
+_TRAIT = r"^[A-Z][A-Z0-9_]{0,254}$"
 
 _ATTACH_HANDLE = {
     "type": "object",
@@ -91,6 +103,8 @@ _REGION = {
         "resource_class": {"type": "string", "pattern": _RESOURCE_CLASS},
         "function_id": {"type": ["string", "null"], "maxLength": 255},
         "attach_handles": {"type": "array", "items": _ATTACH_HANDLE},
+        "traits": {"type": "array", "uniqueItems": True,
+                   "items": {"type": "string", "pattern": _TRAIT}},
     },
 }
 
@@ -170,6 +184,11 @@ def _path(error):
     return "document" + "".join(parts)
 
 
+@functools.cache
+def _standard_traits():
+    return frozenset(os_traits.get_traits())
+
+
 def fingerprint(document):
     """A digest of a document's content (key order aside): equal for two
     documents exactly when they describe the same host and devices."""
@@ -182,8 +201,8 @@ def validate(document):
 
     Checks the JSON schema, then what a schema cannot say: device ids unique
     in the document, region ids unique in a device, rp uuids and attach handle
-    PCI addresses unique across the document, and the NIC rules of
-    :func:`check_nic_region`.
+    PCI addresses unique across the document, region traits ``CUSTOM_`` or
+    standard, and the NIC rules of :func:`check_nic_region`.
 
     :param document: the decoded JSON document.
     :raises InvalidInventory: naming the first bad field.
@@ -229,6 +248,12 @@ def validate(document):
                         f"{r_where}.attach_handles[{h_index}].pci_address: "
                         f"{handle['pci_address']} is listed twice")
                 handles.add(key)
+            for t_index, trait in enumerate(region.get("traits", [])):
+                if not (trait.startswith("CUSTOM_")
+                        or trait in _standard_traits()):
+                    raise exception.InvalidInventory(
+                        f"{r_where}.traits[{t_index}]: {trait!r} is neither "
+                        f"CUSTOM_ nor a standard trait")
             if device["type"] == "NIC":
                 check_nic_region(device, region, r_where)
     return document

@@ -252,7 +252,9 @@ def desired_tree(document):
                 name=provider_name(host, device, region),
                 resource_class=rc,
                 total=len(region.get("attach_handles") or []) or 1,
-                traits=frozenset(identity_traits(device, region)),
+                traits=frozenset(identity_traits(device, region)
+                                 | {check_trait(t)
+                                    for t in region.get("traits", [])}),
                 function_trait=function,
                 device_id=device["id"],
                 region_id=region["id"],
@@ -320,7 +322,9 @@ def merge_inventory(current, provider, revive=False):
     left over from a changed document is dropped. When the document does
     not know the region's handles, an existing ``total``/``max_unit`` of
     the class is kept: cyborg_lite set it from the handles its agent
-    discovered in-band, and resetting it to 1 would fight that writer.
+    discovered in-band, and resetting it to 1 would fight that writer; so
+    is the provider's one class when it is another (cyborg_lite set the
+    class the operator's device spec names).
 
     :param current: ``{rc: inventory dict}`` as Placement returns it.
     :param provider: the desired :class:`Provider`.
@@ -329,7 +333,13 @@ def merge_inventory(current, provider, revive=False):
         is back: ``reserved`` returns to 0.
     :returns: ``{rc: inventory dict}``.
     """
-    old = dict(current.get(provider.resource_class) or {})
+    resource_class = provider.resource_class
+    if (not provider.handles_known and len(current) == 1
+            and resource_class not in current):
+        # NOTE(accel): cyborg_lite gave the region the class the
+        # operator's device spec names, with the handles found in-band.
+        (resource_class,) = current
+    old = dict(current.get(resource_class) or {})
     record = {key: old[key] for key in
               ("reserved", "min_unit", "step_size", "allocation_ratio")
               if key in old}
@@ -343,7 +353,7 @@ def merge_inventory(current, provider, revive=False):
     record["max_unit"] = max_unit
     if record.get("reserved", 0) > total:
         record["reserved"] = total
-    return {provider.resource_class: record}
+    return {resource_class: record}
 
 
 def inventory_equal(current, desired):

@@ -16,7 +16,9 @@ Out of band (Ironic, via the BMC) knows devices and regions but rarely the
 attach handles: VF BDFs exist only once the host enabled SR-IOV and mdev
 types come from the host's sysfs. The agent's ``discover`` answer supplies
 them; this module puts them into the document, matching devices by PF PCI
-address (the identity both sides share) and regions by id.
+address (the identity both sides share) and regions by id. A region the
+``pci`` driver matched with a device spec naming a ``resource_class`` or
+``traits`` takes them too.
 """
 
 import copy
@@ -35,8 +37,20 @@ def _handle(handle):
             if handle.get(key) is not None}
 
 
+def _take_spec(region, match):
+    """What the operator's device spec says of a region: its resource
+    class, when the spec names one, replaces the document's (the
+    operator's word over the class guessed from the device's type); its
+    traits are the region's ``traits``."""
+    if match.get("resource_class"):
+        region["resource_class"] = match["resource_class"]
+    if match.get("traits"):
+        region["traits"] = sorted(set(match["traits"]))
+
+
 def merge_discovered(document, discovered):
-    """The document with each region's attach handles as discovered.
+    """The document with each region's attach handles as discovered, and
+    the resource class and traits the agent's device spec gives it.
 
     :param document: an inventory document (accel_common.inventory).
     :param discovered: the ``devices`` of an agent's ``discover`` answer.
@@ -67,8 +81,11 @@ def merge_discovered(document, discovered):
             regions = {device["regions"][0]["id"]: seen["regions"][0]}
         for region in device["regions"]:
             match = regions.get(region["id"])
-            if match is not None and match.get("attach_handles"):
+            if match is None:
+                continue
+            if match.get("attach_handles"):
                 region["attach_handles"] = [
                     _handle(h) for h in match["attach_handles"]]
+            _take_spec(region, match)
     unmatched = sorted(set(found) - listed)
     return inventory.validate(merged), unmatched

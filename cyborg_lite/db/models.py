@@ -133,7 +133,8 @@ class Deployable(_Timestamps, Base):
 class AttachHandle(_Timestamps, Base):
     __tablename__ = "attach_handles"
     __table_args__ = (
-        sa.UniqueConstraint("deployable_id", "pci_address", "mdev_type"),
+        sa.UniqueConstraint("deployable_id", "pci_address", "mdev_type",
+                            "mdev_index", name="uq_attach_handles_instance"),
         sa.Index("ix_attach_handles_free", "deployable_id", "in_use"),
     )
 
@@ -147,6 +148,12 @@ class AttachHandle(_Timestamps, Base):
     #: '' for PCI handles, so the unique constraint works on every DB.
     mdev_type: orm.Mapped[str] = orm.mapped_column(sa.String(64),
                                                    default="")
+    #: which of the parent's instances of ``mdev_type`` this handle is
+    #: (0, 1, ...: an MDEV handle is listed once per possible instance);
+    #: 0 for PCI handles. Keeps each instance's uuid, and so the mdev Nova
+    #: names after it, across syncs.
+    mdev_index: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default="0")
     physical_network: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
     in_use: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)

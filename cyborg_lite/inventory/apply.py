@@ -22,6 +22,12 @@ deployable and device) is marked ``retired`` and keeps working until the
 ARQ is unbound; the next sync then removes it. Applying the same document
 twice changes nothing.
 
+An ``MDEV`` handle listed n times is n vGPU instances of its type on its
+parent: n handles, numbered (``mdev_index``), each with its own uuid, which
+the mdev Nova creates for it is named after. Handles are matched by
+address, type and instance, so their uuids survive every sync; when the
+count shrinks, free instances go first (see :func:`_kept_instances`).
+
 A device without a PCI address (schema 1.1, one the host agent did not
 complete) keeps the address, vendor and product ids the database already
 knows for it (by its id); one never seen with an address is not stored
@@ -75,8 +81,10 @@ class _Summary:
         self.functions_taken = []
         #: ids of address-less devices never seen with an address.
         self.incomplete = []
-        #: NIC regions whose handles left a physical network:
-        #: {rp uuid: [its CUSTOM_<PHYSNET> traits]}, for Placement.
+        #: traits to take off regions' providers, for Placement: the
+        #: CUSTOM_<PHYSNET> of a physical network a NIC region's handles
+        #: left, a trait the region's device spec no longer gives:
+        #: {rp uuid: [trait]}.
         self.physnets_left = {}
 
     def add(self, kind, what):
@@ -111,8 +119,32 @@ def _physnets_left(deployable, existing, wanted, summary):
             inventory.physnet_trait(net) for net in left)
 
 
+def _kept_instances(rows, count):
+    """Which of one (parent, type)'s handle rows stay its ``count``
+    instances: those in use first, then the free ones by index, so that a
+    shrinking count drops free instances and every kept row keeps its
+    uuid."""
+    rows = sorted(rows, key=lambda h: (not h.in_use, h.mdev_index))
+    return rows[:count], rows[count:]
+
+
+def _free_indexes(rows, count):
+    """``count`` instance indexes no row of ``rows`` holds, lowest first."""
+    held = {h.mdev_index for h in rows}
+    found, index = [], 0
+    while len(found) < count:
+        if index not in held:
+            found.append(index)
+        index += 1
+    return found
+
+
 def _sync_handles(session, deployable, wanted, summary):
-    """Make ``deployable``'s handles match ``wanted`` (None: leave them)."""
+    """Make ``deployable``'s handles match ``wanted`` (None: leave them).
+
+    An MDEV handle listed n times is n vGPU instances of that type on that
+    parent, one row (and uuid) each; see :func:`_kept_instances`.
+    """
     existing = session.execute(
         sa.select(models.AttachHandle).where(
             models.AttachHandle.deployable_id == deployable.id)
@@ -120,27 +152,37 @@ def _sync_handles(session, deployable, wanted, summary):
     if wanted is None:
         return sum(1 for h in existing if not h.retired)
     _physnets_left(deployable, existing, wanted, summary)
-    by_key = {(h.pci_address, h.mdev_type): h for h in existing}
-    seen = set()
+    by_key = collections.defaultdict(list)
+    for handle in existing:
+        by_key[(handle.pci_address, handle.mdev_type)].append(handle)
+    counts = collections.Counter()
+    items = {}
     for item in wanted:
         key = (item["pci_address"].lower(), item.get("mdev_type", ""))
-        seen.add(key)
+        counts[key] += 1
+        items.setdefault(key, item)
+    for key, count in counts.items():
+        item = items[key]
         values = {"type": item["type"],
                   "physical_network": item.get("physical_network"),
                   "retired": False}
-        handle = by_key.get(key)
-        if handle is None:
+        rows = by_key.pop(key, [])
+        kept, dropped = _kept_instances(rows, count)
+        for handle in kept:
+            if _set(handle, values):
+                summary.add("attach_handles", "updated")
+            else:
+                summary.add("attach_handles", "unchanged")
+        for handle in dropped:
+            _retire_handle(session, handle, summary)
+        for index in _free_indexes(rows, count - len(kept)):
             session.add(models.AttachHandle(
                 uuid=db_engine.new_uuid(), deployable_id=deployable.id,
-                pci_address=key[0], mdev_type=key[1], in_use=False,
-                **values))
+                pci_address=key[0], mdev_type=key[1], mdev_index=index,
+                in_use=False, **values))
             summary.add("attach_handles", "created")
-        elif _set(handle, values):
-            summary.add("attach_handles", "updated")
-        else:
-            summary.add("attach_handles", "unchanged")
-    for key, handle in by_key.items():
-        if key not in seen:
+    for rows in by_key.values():
+        for handle in rows:
             _retire_handle(session, handle, summary)
     return len(wanted)
 
@@ -177,18 +219,36 @@ def _retire_deployable(session, deployable, summary):
     return False
 
 
-def _sync_attributes(session, deployable, region):
-    """Keep the attributes the inventory owns (``rc``); leave the others.
+def _is_owned_attribute(key):
+    return key == "rc" or (key.startswith("trait") and key[5:].isdigit())
+
+
+def _sync_attributes(session, deployable, traits, summary):
+    """Keep the attributes the inventory owns (``rc``, and ``trait0``,
+    ``trait1``... of the region's ``traits``, as real Cyborg's drivers
+    name them; None: leave those); leave the others. A trait the region
+    no longer has is noted in ``summary.physnets_left``, to be taken off
+    its provider.
 
     Attributes an admin created through the API are not the document's to
     remove.
     """
-    wanted = {"rc": region["resource_class"]}
-    existing = session.execute(
+    existing = [attr for attr in session.execute(
         sa.select(models.Attribute).where(
-            models.Attribute.deployable_id == deployable.id,
-            models.Attribute.key.in_(list(wanted)))
-        .order_by(models.Attribute.id)).scalars().all()
+            models.Attribute.deployable_id == deployable.id)
+        .order_by(models.Attribute.id)).scalars()
+        if _is_owned_attribute(attr.key)]
+    if traits is None:
+        traits = [attr.value for attr in existing if attr.key != "rc"]
+    traits = sorted(traits)
+    wanted = {"rc": deployable.resource_class}
+    wanted.update((f"trait{index}", trait)
+                  for index, trait in enumerate(traits))
+    left = {attr.value for attr in existing
+            if attr.key != "rc"} - set(traits)
+    if left:
+        noted = summary.physnets_left.setdefault(deployable.rp_uuid, [])
+        noted.extend(sorted(left - set(noted)))
     for attr in existing:
         if wanted.get(attr.key) == attr.value:
             wanted.pop(attr.key)
@@ -281,9 +341,16 @@ def _sync_device(session, host, doc_device, device, summary):
     for region in doc_device["regions"]:
         seen.add(region["id"])
         dep = deployables.get(region["id"])
+        in_band = "attach_handles" in region
+        # NOTE(cyborg_lite): a document without the region's handles is
+        # the out-of-band one (the agent did not answer): what the agent's
+        # device spec gave the region (class, traits) stays, as its
+        # handles do.
         values = {"name": _deployable_name(host, doc_device, region),
                   "rp_uuid": region["rp_uuid"],
-                  "resource_class": region["resource_class"],
+                  "resource_class": (region["resource_class"]
+                                     if in_band or dep is None
+                                     else dep.resource_class),
                   "retired": False}
         if dep is None:
             dep = models.Deployable(
@@ -309,7 +376,9 @@ def _sync_device(session, host, doc_device, device, summary):
         resized = _set(dep, {"num_accelerators": max(count, 1)})
         if dep_changed is not None:
             dep_changed = dep_changed or resized
-        _sync_attributes(session, dep, region)
+        _sync_attributes(session, dep,
+                         region.get("traits", []) if in_band else None,
+                         summary)
         if dep_changed:
             summary.add("deployables", "updated")
         elif dep_changed is False:
@@ -393,9 +462,10 @@ def apply_document(db, document):
         ``functions_taken`` (the regions whose function the document
         changed, with their function trait, for Placement),
         ``incomplete`` (ids of devices without a PCI address, not stored),
-        ``physnets_left`` (``{rp uuid: [CUSTOM_<PHYSNET>]}`` of the regions
-        whose handles no longer name those physical networks, for
-        Placement) and ``changed``.
+        ``physnets_left`` (``{rp uuid: [trait]}``: the traits to take off
+        regions' providers, for Placement: ``CUSTOM_<PHYSNET>`` of the
+        physical networks a region's handles no longer name, and the
+        ``traits`` a region no longer lists) and ``changed``.
     """
     inventory.validate(document)
     return db.run(_apply, document)

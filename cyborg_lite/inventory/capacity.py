@@ -27,7 +27,10 @@ without a handle is freed.
 Providers the reporter has not created yet are left alone: their existence
 is the reporter's.
 
-A NIC region's provider also gets the traits its handles give it
+A region's provider also gets the ``traits`` the document lists for it
+(the host agent's, from the operator's device spec) and the class the
+spec names (:func:`set_capacity` replaces the reporter's class then). A
+NIC region's provider also gets the traits its handles give it
 (:func:`accel_common.placement.tree.nic_traits`: ``CUSTOM_VF`` or
 ``CUSTOM_PF``, and ``CUSTOM_<PHYSNET>``), which the reporter cannot know
 while the document lists no handles, so that a device profile written for
@@ -57,7 +60,8 @@ def _wanted(record, count):
 
 
 def set_capacity(client, rp_uuid, resource_class, count, retries=4):
-    """Make ``rp_uuid`` offer ``count`` units of ``resource_class``.
+    """Make ``rp_uuid`` offer ``count`` units of ``resource_class``; a
+    provider with one other class gets this one instead.
 
     :param client: an :class:`accel_common.placement.client.Client`.
     :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
@@ -73,8 +77,14 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
                 return ABSENT
             raise
         record = inventories.get(resource_class)
-        if record is None:
+        if record is None and len(inventories) != 1:
             return ABSENT
+        if record is None:
+            # NOTE(cyborg_lite): the operator's device spec names another
+            # class than the reporter's; Placement refuses to drop the old
+            # one while allocations use it (the next sync tries again).
+            client.ensure_resource_class(resource_class)
+            record, inventories = {}, {}
         want = _wanted(record, count)
         if all(record.get(k) == v for k, v in want.items()):
             return UNCHANGED
@@ -98,14 +108,18 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
             f"{retries + 1} attempts"))
 
 
-def set_nic_traits(client, rp_uuid, traits, retries=4):
-    """Give ``rp_uuid`` the NIC ``traits`` of its handles, keeping every
-    other trait; a ``CUSTOM_VF``/``CUSTOM_PF`` its handles no longer give
-    is removed.
+def set_region_traits(client, rp_uuid, traits, replaced=frozenset(),
+                      retries=4):
+    """Give ``rp_uuid`` ``traits``, keeping every other trait except those
+    of ``replaced`` it is not given.
 
     :param client: an :class:`accel_common.placement.client.Client`.
-    :param traits: :func:`accel_common.placement.tree.nic_traits` of the
-        region.
+    :param traits: the region's traits: the NIC traits of its handles
+        (:func:`accel_common.placement.tree.nic_traits`), those of its
+        device spec (the document's region ``traits``).
+    :param replaced: traits that go when not in ``traits``
+        (``tree.OWNED_TRAITS`` for a NIC: a ``CUSTOM_VF``/``CUSTOM_PF``
+        its handles no longer give).
     :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
     :raises CapacityError: after ``retries + 1`` generation conflicts.
     :raises accel_common.exception.PlacementError: any other refusal.
@@ -117,16 +131,16 @@ def set_nic_traits(client, rp_uuid, traits, retries=4):
             if exc.status == 404:
                 return ABSENT
             raise
-        want = (set(current) - tree.OWNED_TRAITS) | set(traits)
+        want = (set(current) - set(replaced)) | set(traits)
         if want == set(current):
             return UNCHANGED
         client.set_traits(rp_uuid, generation, want)
-        LOG.info("Provider %s: NIC traits %s (attach handles discovered "
-                 "in-band)", rp_uuid, ", ".join(sorted(traits)))
+        LOG.info("Provider %s: traits %s (found in-band)", rp_uuid,
+                 ", ".join(sorted(traits)))
         return UPDATED
 
     return client.retry_on_conflict(
-        write, retries, rp_uuid, "its NIC traits were written",
+        write, retries, rp_uuid, "its traits were written",
         gave_up=lambda conflict: exception.CapacityError(
             f"provider {rp_uuid} kept changing: gave up after "
             f"{retries + 1} attempts"))
@@ -149,8 +163,8 @@ def remove_traits(client, rp_uuid, traits, retries=4):
         if not set(current) & set(traits):
             return UNCHANGED
         client.set_traits(rp_uuid, generation, set(current) - set(traits))
-        LOG.info("Provider %s: traits %s removed (its handles no longer "
-                 "name that physical network)", rp_uuid,
+        LOG.info("Provider %s: traits %s removed (the region's handles "
+                 "or device spec no longer give them)", rp_uuid,
                  ", ".join(sorted(traits)))
         return UPDATED
 
@@ -162,8 +176,8 @@ def remove_traits(client, rp_uuid, traits, retries=4):
 
 
 def drop_physnets(client, summary):
-    """Take the physical-network traits an applied document's NIC
-    regions left (``summary["physnets_left"]`` of
+    """Take the traits an applied document's regions left (physical
+    networks, device spec traits: ``summary["physnets_left"]`` of
     :func:`cyborg_lite.inventory.apply.apply_document`) off their
     providers.
 
@@ -186,11 +200,15 @@ def _offer_region(client, device, region):
     outcome = set_capacity(client, region["rp_uuid"],
                            region["resource_class"],
                            len(region["attach_handles"]))
-    if device["type"] != "NIC" or outcome == ABSENT:
+    traits = set(region.get("traits", []))
+    replaced = frozenset()
+    if device["type"] == "NIC":
+        traits |= tree.nic_traits(device, region)
+        replaced = tree.OWNED_TRAITS
+    if outcome == ABSENT or not (traits or replaced):
         return outcome
-    traits = set_nic_traits(client, region["rp_uuid"],
-                            tree.nic_traits(device, region))
-    return UPDATED if UPDATED in (outcome, traits) else outcome
+    written = set_region_traits(client, region["rp_uuid"], traits, replaced)
+    return UPDATED if UPDATED in (outcome, written) else outcome
 
 
 def offer_handles(client, document, regions):

@@ -57,6 +57,9 @@ NIC_VFS = [{"type": "NIC", "vendor_id": "0x15b3", "product_id": "0x101e",
                  "physical_network": "physnet1"} for vf in (2, 3)]}]}]
 A100_VF = "0000:41:00.4"
 HANDLE_FIELDS = ("type", "pci_address", "mdev_type", "physical_network")
+#: guests booted on each vGPU region (one handle per vGPU instance, each
+#: guest gets its own).
+VGPU_GUESTS = 3
 
 
 def _discovered(tmp_path):
@@ -102,15 +105,9 @@ def _document(host, devices, node=None):
         device_id = f"dev{index}"
         regions = []
         for region in device["regions"]:
-            handles = []
-            for found in region.get("attach_handles", []):
-                handle = {key: found[key] for key in HANDLE_FIELDS
-                          if found.get(key)}
-                # NOTE(interop): nvidia_mdev reports one MDEV handle per
-                # vGPU instance, all alike; the database keeps one handle
-                # per (region, address, mdev type) and refuses the rest.
-                if handle not in handles:
-                    handles.append(handle)
+            handles = [{key: found[key] for key in HANDLE_FIELDS
+                        if found.get(key)}
+                       for found in region.get("attach_handles", [])]
             if not handles:
                 continue
             regions.append({
@@ -232,10 +229,18 @@ def test_every_handle_type_reaches_the_guest_as_libvirt_needs_it(
         server.import_inventory(document)
         for device in document["devices"]:
             for region in device["regions"]:
-                _, accel_info = _boot(client, server, host, region)
-                boots.append((driver, region, accel_info))
+                guests = 1
+                if region["attach_handles"][0]["type"] == "MDEV":
+                    guests = min(len(region["attach_handles"]), VGPU_GUESTS)
+                for _ in range(guests):
+                    _, accel_info = _boot(client, server, host, region)
+                    boots.append((driver, region, accel_info))
     assert {arq["attach_handle_type"] for _, _, (arq,) in boots} == {
         "PCI", "MDEV"}
+    vgpus = [arq["attach_handle_uuid"] for _, _, (arq,) in boots
+             if arq["attach_handle_type"] == "MDEV"]
+    assert len(vgpus) > VGPU_GUESTS
+    assert len(set(vgpus)) == len(vgpus)
 
     spawns = _nova_spawns([accel_info for _, _, accel_info in boots])
 

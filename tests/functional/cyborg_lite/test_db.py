@@ -20,6 +20,7 @@ import uuid
 
 from alembic import autogenerate
 from alembic import migration as alembic_migration
+from oslo_db import exception as db_exception
 import pytest
 import sqlalchemy as sa
 
@@ -502,3 +503,53 @@ def test_arqs_are_made_from_the_profile_their_name_names_now(db):
     profile_db.delete(db, [name])
     with pytest.raises(exception.DeviceProfileNotFound):
         arq_db.create_from_profile(db, name, "p1", one_each)
+
+
+def test_migration_0010_keeps_handles_and_lets_instances_differ(db_url):
+    """Handles stored before 0010 keep their rows and uuids (instance 0);
+    afterwards a parent holds several instances of one mdev type."""
+    database = db_engine.Database(db_url)
+    try:
+        migration.upgrade(database.engine, "0009")
+        now = models.utcnow()
+        with database.engine.begin() as connection:
+            # NOTE(test): the tables as 0009 left them, not as the models
+            # describe them now.
+            tables = sa.MetaData()
+            tables.reflect(connection)
+            device = connection.execute(tables.tables["devices"].insert(), {
+                "uuid": "d1", "source_id": "gpu0", "type": "GPU",
+                "vendor": "0x10de", "model": "T4", "std_board_info": "{}",
+                "hostname": "h", "pci_address": "0000:3b:00.0",
+                "program_mode": "single", "status": "enabled",
+                "retired": False, "created_at": now}).inserted_primary_key[0]
+            deployable = connection.execute(
+                tables.tables["deployables"].insert(), {
+                    "uuid": "p1", "name": "h_gpu", "device_id": device,
+                    "region_id": "0", "rp_uuid": "rp1",
+                    "resource_class": "VGPU", "num_accelerators": 1,
+                    "state": "ready", "retired": False,
+                    "created_at": now}).inserted_primary_key[0]
+            connection.execute(tables.tables["attach_handles"].insert(), {
+                "uuid": "h1", "deployable_id": deployable, "type": "MDEV",
+                "pci_address": "0000:3b:00.0", "mdev_type": "nvidia-222",
+                "in_use": False, "retired": False, "created_at": now})
+
+        database.sync()
+
+        with database.transaction() as session:
+            (handle,) = session.execute(
+                sa.select(models.AttachHandle)).scalars().all()
+            assert (handle.uuid, handle.mdev_index) == ("h1", 0)
+            session.add(models.AttachHandle(
+                uuid="h2", deployable_id=handle.deployable_id, type="MDEV",
+                pci_address=handle.pci_address, mdev_type=handle.mdev_type,
+                mdev_index=1, in_use=False, retired=False))
+        with pytest.raises(db_exception.DBDuplicateEntry):
+            with database.transaction() as session:
+                session.add(models.AttachHandle(
+                    uuid="h3", deployable_id=deployable, type="MDEV",
+                    pci_address="0000:3b:00.0", mdev_type="nvidia-222",
+                    mdev_index=1, in_use=False, retired=False))
+    finally:
+        database.dispose()

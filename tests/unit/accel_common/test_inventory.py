@@ -179,3 +179,20 @@ def test_nic_traits_are_named_as_cyborg_names_them():
         device, _vf("0000:3B:00.0")) == inventory.NIC_PF_TRAIT
     assert inventory.nic_function(
         device, _vf("0000:3b:02.0")) == inventory.NIC_VF_TRAIT
+
+
+def test_region_traits_must_be_custom_or_standard():
+    device = _device()
+    device["regions"][0]["traits"] = [
+        "CUSTOM_QAT_GEN4", "HW_GPU_CUDA_COMPUTE_CAPABILITY_V1_0"]
+    document = _document("1.0", device)
+    assert inventory.validate(document) is document
+    device["regions"][0]["traits"] = ["CUSTOM_QAT_GEN4", "QAT_GEN4"]
+    with pytest.raises(exception.InvalidInventory,
+                       match=r"regions\[0\]\.traits\[1\]: 'QAT_GEN4' is "
+                             "neither CUSTOM_ nor a standard trait"):
+        inventory.validate(document)
+    device["regions"][0]["traits"] = ["custom-qat"]
+    with pytest.raises(exception.InvalidInventory,
+                       match=r"regions\[0\]\.traits\[0\]"):
+        inventory.validate(document)

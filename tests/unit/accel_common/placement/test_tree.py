@@ -200,3 +200,22 @@ def test_nic_region_that_became_a_whole_port_loses_its_vf_trait():
     provider = tree.desired_tree(_nic_document(handles)).providers[0]
     merged = tree.merge_traits({"OWNER_CYBORG", "CUSTOM_VF"}, provider)
     assert "CUSTOM_PF" in merged and "CUSTOM_VF" not in merged
+
+
+def test_region_traits_join_the_identity_traits(doc):
+    doc["devices"][1]["regions"][0]["traits"] = ["CUSTOM_QAT_GEN4"]
+    assert _provider(doc, 1).traits == {
+        "OWNER_CYBORG", "CUSTOM_NVIDIA_1EB8", "CUSTOM_QAT_GEN4"}
+
+
+def test_merge_inventory_keeps_the_spec_class_while_handles_are_unknown(
+        doc):
+    """cyborg_lite gave the region the operator's class with the handles
+    its agent found; the reporter, who knows neither, keeps both."""
+    del doc["devices"][1]["regions"][0]["attach_handles"]
+    provider = _provider(doc, 1)
+    current = {"CUSTOM_GPU_VF": {"total": 7, "max_unit": 7, "reserved": 0}}
+    assert tree.merge_inventory(current, provider) == current
+    doc["devices"][1]["regions"][0]["attach_handles"] = [
+        {"type": "PCI", "pci_address": "0000:af:00.0"}]
+    assert set(tree.merge_inventory(current, _provider(doc, 1))) == {"PGPU"}

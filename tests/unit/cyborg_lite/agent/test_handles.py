@@ -93,3 +93,31 @@ def test_a_handle_claimed_twice_is_rejected(document):
     with pytest.raises(common_exception.InvalidInventory,
                        match="listed twice"):
         handles.merge_discovered(document, discovered)
+
+
+def _qat(region):
+    return {"driver": "pci", "type": "QAT", "pci_address": "0000:5e:00.0",
+            "vendor_id": "0x8086", "product_id": "0x4942",
+            "program_mode": "single", "regions": [dict(
+                {"id": "0", "function_id": None, "state": "ready",
+                 "attach_handles": [{"type": "PCI",
+                                     "pci_address": "0000:5e:00.1"}]},
+                **region)]}
+
+
+def test_the_operators_spec_class_and_traits_are_taken(document):
+    del document["devices"][0]["regions"][1:]
+    classes = [r["resource_class"] for r in document["devices"][0]["regions"]]
+
+    merged, _ = handles.merge_discovered(document, [_qat({
+        "resource_class": "CUSTOM_QAT_VF",
+        "traits": ["CUSTOM_QAT_GEN4", "CUSTOM_QAT_GEN4"]})])
+    (region,) = merged["devices"][0]["regions"]
+    assert region["resource_class"] == "CUSTOM_QAT_VF"
+    assert region["traits"] == ["CUSTOM_QAT_GEN4"]
+
+    # NOTE(test): a spec without them leaves the document's class.
+    merged, _ = handles.merge_discovered(document, [_qat({})])
+    (region,) = merged["devices"][0]["regions"]
+    assert [region["resource_class"]] == classes
+    assert "traits" not in region
