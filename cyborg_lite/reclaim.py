@@ -27,29 +27,17 @@ and deletes the ARQs (freeing their handles) of every instance Nova answers
 import threading
 
 from oslo_log import log as logging
-import sqlalchemy as sa
 
 from accel_common import clients
 from cyborg_lite import arq_states
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
-from cyborg_lite.db import models
 
 LOG = logging.getLogger(__name__)
 
 #: states of an ARQ Nova may forget: resolved (it read them as such).
 RECLAIMABLE = arq_states.RESOLVED
 COMPUTE_MICROVERSION = "2.1"
-
-
-def _instances(session, after, limit):
-    """Instances with a reclaimable ARQ, in uuid order after ``after``."""
-    return list(session.execute(
-        sa.select(models.ARQ.instance_uuid).distinct()
-        .where(models.ARQ.instance_uuid.is_not(None),
-               models.ARQ.instance_uuid > after,
-               models.ARQ.state.in_(RECLAIMABLE))
-        .order_by(models.ARQ.instance_uuid).limit(limit)).scalars())
 
 
 def _delete_of_instance(session, instance):
@@ -125,7 +113,8 @@ class Reclaimer:
         """
         with self._lock:
             batch = self.conf.nova.reclaim_batch
-            instances = self.db.read(_instances, self._after, batch)
+            instances = arq_db.instances_in_states(self.db, RECLAIMABLE,
+                                                   self._after, batch)
             # NOTE(cyborg_lite): the next pass goes on after this batch, so
             # live instances early in uuid order never starve the others.
             self._after = instances[-1] if len(instances) == batch else ""

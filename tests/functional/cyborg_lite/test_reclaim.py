@@ -32,8 +32,8 @@ from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_cyborg
 
 
-def _cyborg(tmp_path, endpoint, **overrides):
-    return make_cyborg(tmp_path, **{"nova.auth_type": "none",
+def _cyborg(tmp_path, endpoint, db_url=None, **overrides):
+    return make_cyborg(tmp_path, db_url=db_url, **{"nova.auth_type": "none",
                                     "nova.endpoint_override": endpoint,
                                     "nova.notify_retries": 0,
                                     **overrides})
@@ -60,8 +60,8 @@ def _handles_in_use(cyborg):
 
 
 def test_arq_of_an_instance_nova_no_longer_has_is_reclaimed(
-        tmp_path, nova_standin, caplog):
-    cyborg = _cyborg(tmp_path, nova_standin.endpoint)
+        tmp_path, nova_standin, caplog, db_url):
+    cyborg = _cyborg(tmp_path, nova_standin.endpoint, db_url)
     live_arq, live = _bound(cyborg)
     gone_arq, gone = _bound(cyborg)
     nova_standin.add_server(live)
