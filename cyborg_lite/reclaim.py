@@ -21,7 +21,9 @@ attach handle (a VF) in use, after Placement freed the allocation.
 :class:`Reclaimer` asks Nova, with cyborg_lite's ``[nova]`` service
 credentials, about the instances of resolved ARQs, a bounded batch per pass,
 and deletes the ARQs (freeing their handles) of every instance Nova answers
-404 for. Any other answer, an error or a timeout leaves the ARQs alone.
+404 for. Any other answer, an error or a timeout leaves the ARQs alone, and
+so does a pass whose credentials cannot list every project's servers (Nova
+answers 404 for a server of another project too).
 """
 
 import threading
@@ -106,11 +108,37 @@ class Reclaimer:
                         "kept)", response.status_code, instance)
         return False
 
+    def sees_every_project(self):
+        """True when Nova lists every project's servers to these
+        credentials.
+
+        A user who cannot (no admin role) gets 404 for another project's
+        server that exists: without this check its ARQs would be reclaimed
+        under it.
+        """
+        try:
+            response = self._nova().get(
+                "/servers?all_tenants=1&limit=1",
+                microversion=COMPUTE_MICROVERSION, raise_exc=False)
+        except Exception as error:
+            LOG.warning("ARQ reclaim skipped, Nova cannot be reached: %s",
+                        error)
+            return False
+        if response.status_code != 200:
+            LOG.error("ARQ reclaim skipped: Nova answered %d to listing "
+                      "every project's servers; the [nova] user needs the "
+                      "admin role to tell a deleted server from another "
+                      "project's", response.status_code)
+            return False
+        return True
+
     def run_once(self):
         """One pass: up to ``[nova] reclaim_batch`` instances looked up.
 
         :returns: the uuids of the ARQs reclaimed.
         """
+        if not self.sees_every_project():
+            return []
         with self._lock:
             batch = self.conf.nova.reclaim_batch
             instances = arq_db.instances_in_states(self.db, RECLAIMABLE,

@@ -69,9 +69,12 @@ nova_reclaim_opts = [
                     "the port's binding:profile, read with the server "
                     "owner's token, which Neutron's default policy strips "
                     "(admin and service only), so the VF would stay in use "
-                    "for ever. An error or a timeout never reclaims. Each "
-                    "ARQ reclaimed is logged. 0 disables the pass; so does "
-                    "an unconfigured [nova] (standalone)."),
+                    "for ever. An error or a timeout never reclaims, nor "
+                    "does a pass whose [nova] user cannot list every "
+                    "project's servers (the admin role): Nova answers 404 "
+                    "for another project's server too. Each ARQ reclaimed "
+                    "is logged. 0 disables the pass; so does an "
+                    "unconfigured [nova] (standalone)."),
     cfg.IntOpt("reclaim_batch", default=50, min=1,
                help="Most instances one reclaim pass asks Nova about (one "
                     "GET /servers/{id} each); the next pass goes on where "
