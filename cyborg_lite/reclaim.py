@@ -123,6 +123,9 @@ class Reclaimer:
         except Exception as error:
             LOG.warning("ARQ reclaim skipped, Nova cannot be reached: %s",
                         error)
+            # NOTE(cyborg_lite): the next pass authenticates again: a token
+            # taken before the catalog listed Nova never finds it.
+            self._compute = None
             return False
         if response.status_code != 200:
             LOG.error("ARQ reclaim skipped: Nova answered %d to listing "
@@ -137,12 +140,14 @@ class Reclaimer:
 
         :returns: the uuids of the ARQs reclaimed.
         """
-        if not self.sees_every_project():
+        batch = self.conf.nova.reclaim_batch
+        with self._lock:
+            after = self._after
+        instances = arq_db.instances_in_states(self.db, RECLAIMABLE, after,
+                                               batch)
+        if instances and not self.sees_every_project():
             return []
         with self._lock:
-            batch = self.conf.nova.reclaim_batch
-            instances = arq_db.instances_in_states(self.db, RECLAIMABLE,
-                                                   self._after, batch)
             # NOTE(cyborg_lite): the next pass goes on after this batch, so
             # live instances early in uuid order never starve the others.
             self._after = instances[-1] if len(instances) == batch else ""

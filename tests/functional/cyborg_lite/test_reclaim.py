@@ -128,6 +128,16 @@ def test_arq_of_an_instance_nova_no_longer_has_is_reclaimed(
     cyborg.db.dispose()
 
 
+def test_a_pass_without_bound_arqs_never_calls_nova(tmp_path):
+    with _nova() as nova:
+        cyborg = _cyborg(tmp_path, nova.endpoint)
+        profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+        cyborg.create_arqs(profile["name"])
+        assert reclaim.Reclaimer(cyborg.conf, cyborg.db).run_once() == []
+        assert nova.seen == []
+    cyborg.db.dispose()
+
+
 def test_nova_failing_or_unreachable_reclaims_nothing(tmp_path):
     with _nova() as nova:
         cyborg = _cyborg(tmp_path, nova.endpoint)
