@@ -25,7 +25,10 @@ slow pass (an agent not answering) never delays another task:
   and every ``reconcile_interval``;
 - ``inventory-sync``: applies the Ironic nodes' inventory documents, one
   pass at a time across workers (:class:`.inventory.lease.InventorySync`),
-  every ``[inventory] sync_interval`` when ``[ironic]`` is configured.
+  every ``[inventory] sync_interval`` when ``[ironic]`` is configured;
+- ``arq-reclaim``: deletes the ARQs of instances Nova answers 404 for
+  (:class:`.reclaim.Reclaimer`), every ``[nova] reclaim_interval`` when
+  ``[nova]`` is configured.
 
 Every task is safe to run in any number of processes at once: the database
 decides who does what (conditional updates, claims and leases).
@@ -38,6 +41,7 @@ import typing
 from oslo_log import log as logging
 
 from cyborg_lite import notifier as notifier_mod
+from cyborg_lite import reclaim
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.inventory import lease
 from cyborg_lite.metrics import process as metrics
@@ -83,6 +87,8 @@ class Periodics:
         self.programmer = programmer
         self.notifier = notifier
         self.schema = schema
+        self.reclaimer = reclaim.Reclaimer(
+            conf, db, getattr(programmer, "locks", None))
         self._stop = threading.Event()
         self._threads = []
 
@@ -102,6 +108,12 @@ class Periodics:
             tasks.append(Task("inventory-sync", "Inventory sync",
                               self.conf.inventory.sync_interval,
                               syncer.run_once))
+        if self.reclaimer.enabled:
+            # NOTE(cyborg_lite): not at start: a restarted API would look
+            # up a batch of instances before it answered anything.
+            tasks.append(Task("arq-reclaim", "ARQ reclaim",
+                              self.conf.nova.reclaim_interval,
+                              self.reclaimer.run_once, at_start=False))
         return tasks
 
     def reconcile(self):

@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[nova]``: how cyborg_lite reaches Nova and sends it events.
+"""``[nova]``: how cyborg_lite reaches Nova, sends it events and
+reclaims the ARQs of servers Nova no longer has.
 
 The keystoneauth session, auth and adapter options (as Nova and Cyborg
 configure their clients), and how the ``accelerator-request-bound`` events
@@ -58,13 +59,37 @@ nova_notify_opts = [
                      "event of every bind."),
 ]
 
+nova_reclaim_opts = [
+    cfg.IntOpt("reclaim_interval", default=300, min=0,
+               help="Seconds between two passes that ask Nova about the "
+                    "instances of bound (resolved) ARQs and delete the ARQs "
+                    "of every instance Nova answers 404 for, freeing their "
+                    "attach handles. Nova does not always delete a "
+                    "server's ARQs: for a SmartNIC port it finds the ARQ in "
+                    "the port's binding:profile, read with the server "
+                    "owner's token, which Neutron's default policy strips "
+                    "(admin and service only), so the VF would stay in use "
+                    "for ever. An error or a timeout never reclaims, nor "
+                    "does a pass whose [nova] user cannot list every "
+                    "project's servers (the admin role): Nova answers 404 "
+                    "for another project's server too. Each ARQ reclaimed "
+                    "is logged. 0 disables the pass; so does an "
+                    "unconfigured [nova] (standalone)."),
+    cfg.IntOpt("reclaim_batch", default=50, min=1,
+               help="Most instances one reclaim pass asks Nova about (one "
+                    "GET /servers/{id} each); the next pass goes on where "
+                    "it stopped, so the cost of a pass stays bounded "
+                    "however many servers are running."),
+]
+
 
 def register_opts(conf):
     """Register ``[nova]`` on ``conf``."""
     clients.register_client_opts(conf, GROUP)
-    conf.register_opts(nova_notify_opts, group=GROUP)
+    conf.register_opts(nova_notify_opts + nova_reclaim_opts, group=GROUP)
 
 
 def list_opts():
     """(group, options) pairs for oslo-config-generator."""
-    return [(GROUP, clients.list_client_opts(GROUP) + nova_notify_opts)]
+    return [(GROUP, clients.list_client_opts(GROUP) + nova_notify_opts
+             + nova_reclaim_opts)]

@@ -372,6 +372,18 @@ def of_instance_with_handles(session, instance_uuid, project_id, limit):
     return page, handles
 
 
+@engine.reader
+def instances_in_states(session, states, after, limit):
+    """Instance uuids holding an ARQ in one of ``states``, in uuid order
+    after ``after`` (``""``: from the first), at most ``limit``."""
+    return list(session.execute(
+        sa.select(models.ARQ.instance_uuid).distinct()
+        .where(models.ARQ.instance_uuid.is_not(None),
+               models.ARQ.instance_uuid > after,
+               models.ARQ.state.in_(states))
+        .order_by(models.ARQ.instance_uuid).limit(limit)).scalars())
+
+
 _DELETE = sa.delete(_ARQS).where(
     _ARQS.c.id.in_(sa.bindparam("ids", expanding=True)))
 _DELETE_ONE = sa.delete(_ARQS).where(_ARQS.c.id == sa.bindparam("id"))
