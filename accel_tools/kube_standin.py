@@ -23,7 +23,9 @@ changed immutable field), delete, 405 for other verbs; a bearer token
 required (401); errors as ``meta.v1.Status``; one resourceVersion counter
 for all objects, ``metadata.generation`` counting spec changes.
 :attr:`KubeApiServer.writes` keeps every ResourceSlice write with the
-problems its ``validate`` hook found. Used by the tests and by
+problems its ``validate`` hook found. :meth:`KubeApiServer.schedule`
+plays kube-scheduler's DRA allocator for one device (taints and shared
+counters honoured, no tolerations or CEL). Used by the tests and by
 ``cyborg-lite-demo --kubernetes``.
 """
 
