@@ -118,10 +118,13 @@ class Ledger:
                 wanted = ", ".join(
                     f"{n} {rc} on {rp}" for rp, resources in sorted(
                         units.items()) for rc, n in sorted(resources.items()))
+                why = ("VMs or other claims hold the units"
+                       if error.status == 409 else
+                       "is the node reported to this Placement?")
                 raise LedgerError(
                     f"Placement refused to allocate {wanted} to {describe} "
-                    f"({error.status}): {error}; VMs or other claims hold "
-                    f"the units, and the claim is not bound") from error
+                    f"({error.status}): {error}; {why}; the claim is not "
+                    f"bound") from error
         raise LedgerError(f"Placement kept answering conflicts while "
                           f"allocating for {describe}")
 

@@ -24,6 +24,7 @@ import pytest
 
 from accel_common.placement import client as placement_client
 from ironic_accel.placement import reporter
+from tests.fixtures import databases
 from tests.fixtures import placement as placement_fixture
 from tests.functional.cyborg_lite_dra import env
 
@@ -231,7 +232,7 @@ def test_a_claim_and_a_vm_race_for_the_last_unit(node, kube_apiserver):
     assert usages == {"FPGA": 2}
     if vm_won:
         assert "Placement refused to allocate 1 FPGA" in outcome["claim"]
-        assert "is not bound" in outcome["claim"]
+        assert "VMs or other claims hold the units" in outcome["claim"]
         assert node.cyborg.arqs_of(claim[1]) == []
         assert node.api.get(f"/allocations/{claim[1]}")["allocations"] == {}
     else:
@@ -276,3 +277,89 @@ def test_a_claim_whose_bind_fails_frees_its_units(node, kube_apiserver):
     assert error
     assert node.api.get(f"/allocations/{claim[1]}")["allocations"] == {}
     assert _candidates(node) == set(node.cyborg.rps)
+
+
+ROUNDS = 3
+
+
+def _report(api, document):
+    """The node's tree as the reporter writes it: the compute node named
+    after the host, one provider per region with its handles as FPGA."""
+    root = str(uuid.uuid4())
+    api.post("/resource_providers", {"name": document["host"],
+                                     "uuid": root})
+    for device in document["devices"]:
+        for region in device["regions"]:
+            rp = region["rp_uuid"]
+            total = len(region["attach_handles"])
+            api.post("/resource_providers", {
+                "name": f"{document['host']}_{device['id']}_{region['id']}",
+                "uuid": rp, "parent_provider_uuid": root})
+            generation = api.get(f"/resource_providers/{rp}")["generation"]
+            api.put(f"/resource_providers/{rp}/inventories", {
+                "resource_provider_generation": generation,
+                "inventories": {region["resource_class"]: {
+                    "total": total, "max_unit": total}}})
+    return root
+
+
+@pytest.mark.mariadb
+def test_the_race_for_the_last_unit_on_a_deployed_placement(
+        tmp_path, kube_apiserver):
+    """As deployed (gunicorn workers with threads on MariaDB, one
+    allocation write per request as the install guide asks), the VM's
+    write sent the moment the claim's ARQs exist, i.e. while the plugin
+    allocates: in every round exactly one of the two gets the unit."""
+    server = env.CyborgLite(tmp_path / "cyborg")
+    plugin = None
+    try:
+        with databases.database("mariadb", tmp_path) as url, \
+                placement_fixture.threaded_placement(
+                    tmp_path / "placement", url,
+                    {"placement": {"allocation_conflict_retry_count": 1}}
+                ) as api:
+            root = _report(api, server.document)
+            node = types.SimpleNamespace(api=api, root=root, cyborg=server)
+            plugin = env.Plugin(tmp_path / "plugin", server, kube_apiserver,
+                                **{"placement.auth_type": "admin_token",
+                                   "placement.endpoint": api.url,
+                                   "placement.token": "admin"}).start()
+            profile = server.profile("nlb3")
+            rp = server.rps[0]
+            for _ in range(ROUNDS):
+                first = _vm(node, rp, 1)
+                assert first.status_code == 204, first.text
+                claim = env.allocate(kube_apiserver, plugin, REGION0,
+                                     profile)
+                outcome = {}
+
+                def pod(claim=claim):
+                    outcome["claim"] = plugin.prepare([claim])[claim[1]][0]
+
+                def vm(claim=claim):
+                    env.wait(lambda: server.arqs_of(claim[1]),
+                             "the claim's ARQs", timeout=30)
+                    outcome["vm"] = _vm(node, rp, 1)
+
+                threads = [threading.Thread(target=pod),
+                           threading.Thread(target=vm)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join(60)
+                claim_won = outcome["claim"] == ""
+                vm_won = outcome["vm"].status_code == 204
+                assert claim_won != vm_won, (outcome["claim"],
+                                             outcome["vm"].text)
+                assert api.get(f"/resource_providers/{rp}/usages")[
+                    "usages"] == {"FPGA": 2}
+                assert plugin.unprepare([claim]) == {claim[1]: ""}
+                for response in (first, outcome["vm"]):
+                    api.request("DELETE",
+                                f"/allocations/{response.instance}")
+                assert api.get(f"/resource_providers/{rp}/usages")[
+                    "usages"] == {"FPGA": 0}
+    finally:
+        if plugin is not None:
+            plugin.close()
+        server.close()
