@@ -34,10 +34,12 @@ MV = {"openstack-api-version": "placement 1.39"}
 
 
 @pytest.fixture
-def node(tmp_path, placement_server, kube_apiserver):
+def node(tmp_path, placement_server, kube_apiserver, request):
     """cyborg_lite's node reported to a real Placement (as the Ironic
-    conductor reports it), and a plugin factory with ``[placement]``."""
-    server = env.CyborgLite(tmp_path / "cyborg")
+    conductor reports it), and a plugin factory with ``[placement]``;
+    parametrized indirectly, the options of :class:`env.CyborgLite`."""
+    server = env.CyborgLite(tmp_path / "cyborg",
+                            **(getattr(request, "param", None) or {}))
     conn = placement_server.connection()
     root, _ = placement_fixture.create_compute_node(conn, name=server.host)
     reporter.report(placement_client.Client(conn), server.document)
@@ -274,7 +276,9 @@ def test_a_claim_whose_bind_fails_frees_its_units(node, kube_apiserver):
 
     error = plugin.prepare([claim])[claim[1]][0]
 
-    assert error
+    # Allocated, then refused by cyborg_lite's bind: both undone.
+    assert "maintaining device" in error
+    assert "Allocated {" in plugin.log_text()
     assert node.api.get(f"/allocations/{claim[1]}")["allocations"] == {}
     assert _candidates(node) == set(node.cyborg.rps)
 
@@ -363,3 +367,22 @@ def test_the_race_for_the_last_unit_on_a_deployed_placement(
         if plugin is not None:
             plugin.close()
         server.close()
+
+
+@pytest.mark.parametrize("node", [{"program_seconds": 4}], indirect=True)
+def test_a_plugin_killed_mid_prepare_frees_the_claim_s_units_at_unprepare(
+        node, kube_apiserver):
+    plugin = node.plugin(**{"dra.prepare_wait": 1}).start()
+    env.wait(lambda: _devices(kube_apiserver, plugin.node), "the slice")
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         node.cyborg.profile("nlb3"))
+    assert "still being prepared" in plugin.prepare([claim])[claim[1]][0]
+    assert node.api.get(f"/allocations/{claim[1]}")["allocations"]
+
+    plugin.kill()
+    plugin.start()
+    assert plugin.unprepare([claim]) == {claim[1]: ""}
+
+    assert node.api.get(f"/allocations/{claim[1]}")["allocations"] == {}
+    assert node.cyborg.arqs_of(claim[1]) == []
+    assert _candidates(node, amount=2) == set(node.cyborg.rps)
