@@ -55,11 +55,16 @@ class Ledger:
     :param conf: the plugin's ConfigOpts, ``[placement]`` configured.
     :param client: a :class:`accel_common.placement.client.Client`
         (built from ``[placement]`` on first use when None).
+    :param known: optional ``known() -> claim uids`` the plugin records
+        (its checkpoint's): a claim's allocation on the node's providers
+        without a record is logged as a leak.
     """
 
-    def __init__(self, conf, client=None):
+    def __init__(self, conf, client=None, known=None):
         self._conf = conf
         self._client = client
+        self._known = known
+        self._warned = set()
         self._user = f"k8s-dra-{conf.dra.driver_name}"[:255]
         self._lock = threading.Lock()
         #: consumer uuid -> consumer type (a consumer keeps its type).
@@ -163,7 +168,7 @@ class Ledger:
         except LedgerError as error:
             LOG.warning("%s", error)
             return found
-        seen = set()
+        seen, claims = set(), set()
         for rp_uuid, rc in units.items():
             try:
                 _, inventories = client.inventories(rp_uuid)
@@ -174,8 +179,11 @@ class Ledger:
                 for consumer, held in client.allocations(rp_uuid).items():
                     seen.add(consumer)
                     amount = held.get("resources", {}).get(rc, 0)
-                    if amount and self._type(client, consumer) != \
-                            CONSUMER_TYPE:
+                    if not amount:
+                        continue
+                    if self._type(client, consumer) == CONSUMER_TYPE:
+                        claims.add(consumer)
+                    else:
                         others += amount
             except accel_exception.PlacementError as error:
                 LOG.debug("No usage of %s: %s", rp_uuid, error)
@@ -188,4 +196,18 @@ class Ledger:
         # NOTE(dra): VMs come and go; only the consumers still holding
         # units are remembered.
         self._types = {c: t for c, t in self._types.items() if c in seen}
+        self._report_leaks(claims)
         return found
+
+    def _report_leaks(self, claims):
+        if self._known is None:
+            return
+        # NOTE(dra): read after the allocations: a claim's record is
+        # written before its allocation and dropped after it.
+        leaked = claims - set(self._known()) - self._warned
+        for uid in sorted(leaked):
+            LOG.warning("Placement holds units for claim %s, which this "
+                        "plugin has no record of (checkpoint lost?): they "
+                        "are freed when the kubelet unprepares it, or by "
+                        "DELETE /allocations/%s", uid, uid)
+        self._warned = (self._warned | leaked) & claims

@@ -386,3 +386,25 @@ def test_a_plugin_killed_mid_prepare_frees_the_claim_s_units_at_unprepare(
     assert node.api.get(f"/allocations/{claim[1]}")["allocations"] == {}
     assert node.cyborg.arqs_of(claim[1]) == []
     assert _candidates(node, amount=2) == set(node.cyborg.rps)
+
+
+def test_a_claim_s_units_the_plugin_has_no_record_of_are_reported(
+        node, kube_apiserver):
+    plugin = node.plugin().start()
+    env.wait(lambda: _devices(kube_apiserver, plugin.node), "the slice")
+    # As left by a plugin whose checkpoint was lost.
+    uid = str(uuid.uuid4())
+    response = node.api.request("PUT", f"/allocations/{uid}", {
+        "allocations": {node.cyborg.rps[1]: {"resources": {"FPGA": 2}}},
+        "consumer_generation": None,
+        "project_id": "k8s-namespace-default", "user_id": "k8s-dra",
+        "consumer_type": "DRA_CLAIM"}, headers=MV)
+    assert response.status_code == 204, response.text
+
+    env.wait(lambda: f"Placement holds units for claim {uid}"
+             in plugin.log_text(), "the warning")
+    # A claim's units are the Kubernetes scheduler's to count: the region
+    # stays offered.
+    assert REGION1 in _devices(kube_apiserver, plugin.node)
+    assert plugin.unprepare([("default", uid, "lost")]) == {uid: ""}
+    assert node.api.get(f"/allocations/{uid}")["allocations"] == {}
