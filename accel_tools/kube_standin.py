@@ -23,7 +23,9 @@ changed immutable field), delete, 405 for other verbs; a bearer token
 required (401); errors as ``meta.v1.Status``; one resourceVersion counter
 for all objects, ``metadata.generation`` counting spec changes.
 :attr:`KubeApiServer.writes` keeps every ResourceSlice write with the
-problems its ``validate`` hook found. Used by the tests and by
+problems its ``validate`` hook found. :meth:`KubeApiServer.schedule`
+plays kube-scheduler's DRA allocator for one device (taints and shared
+counters honoured, no tolerations or CEL). Used by the tests and by
 ``cyborg-lite-demo --kubernetes``.
 """
 
@@ -151,6 +153,64 @@ class KubeApiServer:
                 body["metadata"]["uid"] = uid
             self.claims[(namespace, name)] = body
         return copy.deepcopy(body)
+
+    def schedule(self, namespace, name, driver, node, request="accel",
+                 config=(), select=None):
+        """Allocate one device of ``driver`` on ``node`` to a new claim,
+        as kube-scheduler's DRA allocator does (no tolerations): the first
+        published device, in slice and device order, that ``select``
+        (``select(device) -> bool``) accepts, that has no ``NoSchedule`` or
+        ``NoExecute`` taint, is allocated to no claim and whose
+        ``consumesCounters`` fit what the claims' devices leave of the
+        shared counters. Returns the claim (as :meth:`add_claim`).
+
+        :raises LookupError: no device fits (the pod stays pending).
+        """
+        with self._lock:
+            slices = [s for _, s in sorted(self.slices.items())
+                      if s["spec"].get("driver") == driver
+                      and s["spec"].get("nodeName") == node]
+            generation = max((s["spec"]["pool"]["generation"]
+                              for s in slices), default=0)
+            slices = [s for s in slices
+                      if s["spec"]["pool"]["generation"] == generation]
+            devices = {d["name"]: d for s in slices
+                       for d in s["spec"].get("devices", [])}
+            left = {c["name"]: {k: int(v["value"])
+                                for k, v in c["counters"].items()}
+                    for s in slices
+                    for c in s["spec"].get("sharedCounters", [])}
+            taken = set()
+            for claim in self.claims.values():
+                allocation = (claim.get("status") or {}).get("allocation")
+                for result in ((allocation or {}).get("devices") or {}).get(
+                        "results") or []:
+                    if (result.get("driver"), result.get("pool")) != (
+                            driver, node):
+                        continue
+                    taken.add(result["device"])
+                    held = devices.get(result["device"]) or {}
+                    for use in held.get("consumesCounters", []):
+                        for counter, value in use["counters"].items():
+                            left.setdefault(use["counterSet"], {})
+                            left[use["counterSet"]][counter] = left[
+                                use["counterSet"]].get(counter, 0) - int(
+                                    value["value"])
+        for device_name, device in devices.items():
+            if device_name in taken or (select and not select(device)):
+                continue
+            if any(t.get("effect") in ("NoSchedule", "NoExecute")
+                   for t in device.get("taints", [])):
+                continue
+            if all(int(value["value"]) <= left.get(use["counterSet"], {}).get(
+                    counter, 0)
+                    for use in device.get("consumesCounters", [])
+                    for counter, value in use["counters"].items()):
+                return self.add_claim(namespace, name, [
+                    {"request": request, "driver": driver, "pool": node,
+                     "device": device_name}], config)
+        raise LookupError(f"no device of {driver} on {node} fits claim "
+                          f"{namespace}/{name}")
 
     def delete_claim(self, namespace, name):
         with self._lock:

@@ -22,7 +22,8 @@ Which module owns what: :mod:`.service` the gRPC services (registration,
 DRA, health); :mod:`.claims` prepare and unprepare, :mod:`.claim_status`
 what a prepared claim got, in its status; :mod:`.inventory` the node's
 deployables (and their shares), :mod:`.slices` the ResourceSlices,
-:mod:`.functions` what Placement says of a region; :mod:`.cyborg` and
+:mod:`.functions` what Placement says of a region, :mod:`.ledger` the
+claims' allocations in Placement and what VMs hold; :mod:`.cyborg` and
 :mod:`.kube` the two APIs; :mod:`.cdi`, :mod:`.devnodes`,
 :mod:`.checkpoint`, :mod:`.fileio`; ``kubelet/`` the kubelet's protos.
 """

@@ -14,8 +14,10 @@
 
 A claim is prepared by one job (a thread) at a time: read the claim, take
 the allocation results of this driver, create each device's accelerator
-requests from its device profile and record them in the checkpoint, bind
-them with ``instance_uuid`` = the claim's uid, ``hostname`` = the node and
+requests from its device profile and record them in the checkpoint,
+allocate their units in Placement (with ``[placement]`` set:
+:mod:`cyborg_lite_dra.ledger`; a refusal fails the claim, nothing bound),
+bind them with ``instance_uuid`` = the claim's uid, ``hostname`` = the node and
 ``device_rp_uuid`` = the allocated deployable, wait until cyborg_lite has
 resolved them (programming a region may take minutes), write the claim's CDI
 spec, record the answer and say in the claim's status what it got
@@ -26,7 +28,8 @@ answered "in progress" and goes on, and the kubelet's next call finds it
 bound once.
 
 Unprepare stops the claim's job, deletes its ARQs (cyborg_lite frees their
-handles), removes the CDI spec and forgets the claim: it needs only the
+handles), then its Placement allocations, removes the CDI spec and forgets
+the claim: it needs only the
 claim's uid, and a claim unknown or already unprepared is no error.
 """
 
@@ -41,6 +44,7 @@ from cyborg_lite_dra import claim_status
 from cyborg_lite_dra import cyborg
 from cyborg_lite_dra import devnodes
 from cyborg_lite_dra import kube
+from cyborg_lite_dra import ledger as ledger_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -123,9 +127,12 @@ class Preparer:
     :param kube_api: a :class:`cyborg_lite_dra.kube.Kube`.
     :param checkpoint: a :class:`cyborg_lite_dra.checkpoint.Checkpoint`.
     :param inventory: a :class:`cyborg_lite_dra.inventory.NodeInventory`.
+    :param ledger: a :class:`cyborg_lite_dra.ledger.Ledger`, or None (no
+        Placement allocations).
     """
 
-    def __init__(self, conf, cyborg_client, kube_api, checkpoint, inventory):
+    def __init__(self, conf, cyborg_client, kube_api, checkpoint, inventory,
+                 ledger=None):
         self._conf = conf.dra
         self._driver = conf.dra.driver_name
         self._node = conf.dra.node_name
@@ -133,6 +140,7 @@ class Preparer:
         self._kube = kube_api
         self._checkpoint = checkpoint
         self._inventory = inventory
+        self._ledger = ledger
         self._lock = threading.Lock()
         self._jobs = {}
 
@@ -185,7 +193,8 @@ class Preparer:
             try:
                 self._unprepare(claim, deadline)
                 answers[claim.uid] = ""
-            except (cyborg.CyborgError, OSError, ClaimError) as error:
+            except (cyborg.CyborgError, OSError, ClaimError,
+                    ledger_mod.LedgerError) as error:
                 LOG.warning("Unpreparing %s failed: %s", _describe(claim),
                             error)
                 answers[claim.uid] = str(error)
@@ -221,7 +230,8 @@ class Preparer:
             job.answer = Answer([], f"{_describe(claim)} is being "
                                     f"unprepared")
         except (ClaimError, cyborg.CyborgError, kube.KubeError,
-                devnodes.DeviceNodeError, OSError, ValueError) as error:
+                devnodes.DeviceNodeError, ledger_mod.LedgerError, OSError,
+                ValueError) as error:
             LOG.warning("Preparing %s failed: %s", _describe(claim), error)
             job.answer = Answer([], str(error))
         except Exception as error:
@@ -247,11 +257,12 @@ class Preparer:
             if record["state"] == checkpoint_mod.PREPARED:
                 return self._answer_prepared(claim.uid, record)
         try:
+            self._hold(job, record)
             self._bind(job, record)
             arqs = self._wait(job, record)
             return self._finish(job, record, arqs)
-        except (ClaimError, cyborg.CyborgError,
-                devnodes.DeviceNodeError) as error:
+        except (ClaimError, cyborg.CyborgError, devnodes.DeviceNodeError,
+                ledger_mod.LedgerError) as error:
             self._fail(claim, record, error)
             raise
 
@@ -318,6 +329,26 @@ class Preparer:
             self._fail(claim, record, error)
             raise
         return record
+
+    def _hold(self, job, record):
+        """Allocate the claim's units in Placement before any bind: one
+        unit of its device's resource class per ARQ, on the device's
+        provider."""
+        if self._ledger is None:
+            return
+        self._check(job, "allocating its units in Placement")
+        units = {}
+        for entry in record["arqs"].values():
+            device = self._inventory.find(entry["device"])
+            if device is None or not device.resource_class:
+                raise ClaimError(f"device {entry['device']} has no resource "
+                                 f"class in cyborg_lite: its units cannot be "
+                                 f"allocated in Placement")
+            held = units.setdefault(entry["rp_uuid"], {})
+            held[device.resource_class] = held.get(device.resource_class,
+                                                   0) + 1
+        self._ledger.hold(job.claim.uid, job.claim.namespace, units,
+                          _describe(job.claim))
 
     def _bind(self, job, record):
         uid = job.claim.uid
@@ -443,7 +474,8 @@ class Preparer:
         record["error"] = str(error)
         try:
             self._release(claim.uid, record)
-        except (cyborg.CyborgError, OSError) as release_error:
+        except (cyborg.CyborgError, ledger_mod.LedgerError,
+                OSError) as release_error:
             LOG.warning("Releasing the ARQs of %s: %s", _describe(claim),
                         release_error)
             self._checkpoint.put(claim.uid, record)
@@ -451,10 +483,15 @@ class Preparer:
     # Unprepare.
 
     def _release(self, uid, record):
-        """Delete the claim's ARQs and CDI spec; forget it."""
+        """Delete the claim's ARQs, Placement allocations and CDI spec;
+        forget it."""
         self._cyborg.delete_instance(uid)
         if record:
             self._cyborg.delete_arqs(sorted(record.get("arqs", {})))
+        if self._ledger is not None:
+            # NOTE(dra): after the ARQs: a VM given the unit now finds its
+            # handle free in cyborg_lite.
+            self._ledger.release(uid)
         cdi.remove_spec(self._conf.cdi_dir, self._driver, uid)
         self._checkpoint.drop(uid)
 

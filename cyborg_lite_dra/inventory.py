@@ -36,13 +36,15 @@ from cyborg_lite_dra import functions
 #: ``device_status`` is cyborg_lite's (``enabled`` or ``maintaining``),
 #: ``gone`` whether Placement marks the device vanished; ``partition`` the
 #: index of a one-handle share of a deployable (:func:`partitions`), else
-#: None.
+#: None; ``free`` the units of its provider that VMs leave (Placement's
+#: ``total - reserved`` less what other consumers than claims hold), None
+#: when not known.
 NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
     "num_accelerators", "model", "function_trait", "pci_bus_id",
-    "device_uuid", "device_status", "gone", "partition"],
-    defaults=[None, None, None, None, False, None])
+    "device_uuid", "device_status", "gone", "partition", "free"],
+    defaults=[None, None, None, None, False, None, None])
 
 #: Resource classes whose handles are mediated devices of the card (their
 #: parent function is the card).
@@ -226,12 +228,16 @@ class NodeInventory:
     :param functions: optional ``functions(rp uuids) -> {rp uuid: traits}``
         (:class:`cyborg_lite_dra.functions.FunctionTraits`): gives each
         device its function trait and whether its device is gone.
+    :param free: optional ``free({rp uuid: resource class}) -> {rp uuid:
+        units}`` (:meth:`cyborg_lite_dra.ledger.Ledger.free`): gives each
+        device the units VMs leave.
     """
 
-    def __init__(self, client, hostname, functions=None):
+    def __init__(self, client, hostname, functions=None, free=None):
         self._client = client
         self._hostname = hostname
         self._functions = functions
+        self._free = free
         self._lock = threading.Lock()
         self._by_name = {}
 
@@ -245,6 +251,10 @@ class NodeInventory:
                     traits.get(d.rp_uuid, ())),
                 gone=functions.RETIRED_TRAIT in traits.get(d.rp_uuid, ()))
                 for d in devices]
+        if self._free is not None and devices:
+            free = self._free({d.rp_uuid: d.resource_class for d in devices
+                               if d.resource_class})
+            devices = [d._replace(free=free.get(d.rp_uuid)) for d in devices]
         with self._lock:
             # NOTE(dra): shares are found whether or not they are published
             # now: a claim may hold one from an earlier publication.

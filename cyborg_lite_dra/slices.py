@@ -43,6 +43,14 @@ MAINTAINING = "maintaining"
 GONE = "gone"
 TAINTS = {MAINTAINING: ("maintaining", "NoSchedule"),
           GONE: ("gone", "NoExecute")}
+#: The taint of a device whose every unit VMs hold (in Placement).
+HELD_BY_VMS = ("held-by-vms", "all-units", "NoSchedule")
+
+
+def held_by_vms(device):
+    """True when Placement says VMs hold every unit of the device's
+    provider (no claim can get one)."""
+    return device.free is not None and device.free <= 0
 
 
 def health(device):
@@ -68,7 +76,8 @@ def device_entry(device, driver=None, taints=False):
     says whether the device may be used; with ``taints`` (clusters with
     the ``DRADeviceTaints`` feature gate) an unhealthy device also carries
     a taint ``<driver>/maintaining`` (NoSchedule) or ``<driver>/gone``
-    (NoExecute: pods using it are evicted).
+    (NoExecute: pods using it are evicted); one whose every unit VMs
+    hold carries ``<driver>/held-by-vms`` (NoSchedule: its pods stay).
     """
     attributes = {
         "type": _string(device.type),
@@ -97,6 +106,10 @@ def device_entry(device, driver=None, taints=False):
         key, effect = TAINTS[state]
         entry["taints"] = [{"key": f"{driver}/{key}", "value": state,
                             "effect": effect}]
+    if taints and held_by_vms(device):
+        key, value, effect = HELD_BY_VMS
+        entry.setdefault("taints", []).append(
+            {"key": f"{driver}/{key}", "value": value, "effect": effect})
     if device.num_accelerators:
         entry["capacity"] = {
             "accelerators": {"value": str(device.num_accelerators)}}
@@ -116,23 +129,35 @@ def _consumes(counter_set, amount):
 def _units(devices, driver, taints, partitionable):
     """``[(counter sets, entries)]``: a partitioned deployable's counter
     set with the whole deployable and its shares, which must share a
-    slice; else one device each."""
+    slice; else one device each.
+
+    A device whose every unit VMs hold is left out (tainted instead with
+    ``taints``). A partitioned one some of whose units VMs hold has as
+    many handles in its counter as VMs leave, and its whole is left out.
+    """
     units = []
     for device in devices:
+        if held_by_vms(device) and not taints:
+            continue
         entry = device_entry(device, driver, taints)
         shares = inventory.partitions(device) if partitionable else []
         if not shares:
             units.append(([], [entry]))
             continue
         count = device.num_accelerators
-        entry["consumesCounters"] = _consumes(device.name, count)
-        entries = [entry]
+        free = count
+        if device.free is not None and not held_by_vms(device):
+            free = min(count, device.free)
+        entries = []
+        if free == count:
+            entry["consumesCounters"] = _consumes(device.name, count)
+            entries.append(entry)
         for share in shares:
             share_entry = device_entry(share, driver, taints)
             share_entry["consumesCounters"] = _consumes(device.name, 1)
             entries.append(share_entry)
         units.append(([{"name": device.name, "counters": {
-            COUNTER: {"value": str(count)}}}], entries))
+            COUNTER: {"value": str(free)}}}], entries))
     return units
 
 

@@ -15,7 +15,9 @@ node, in the foreground until SIGTERM or SIGINT.
 
 It serves the registration and DRA sockets (:mod:`cyborg_lite_dra.service`)
 and keeps the node's ResourceSlices current (:mod:`cyborg_lite_dra.slices`)
-every ``[dra] publish_interval`` seconds.
+every ``[dra] publish_interval`` seconds. With ``[placement]`` set, claims
+are allocated in Placement and what VMs hold there is not offered
+(:mod:`cyborg_lite_dra.ledger`).
 """
 
 import logging
@@ -33,6 +35,7 @@ from cyborg_lite_dra import cyborg
 from cyborg_lite_dra import functions
 from cyborg_lite_dra import inventory
 from cyborg_lite_dra import kube
+from cyborg_lite_dra import ledger
 from cyborg_lite_dra import service
 from cyborg_lite_dra import slices
 from cyborg_lite_dra.conf import dra
@@ -96,12 +99,15 @@ def run(conf, stop):
         return 1
     client = cyborg.Client(conf)
     kube_api = kube.Kube(conf.dra.kubeconfig)
-    traits = (functions.FunctionTraits(conf)
-              if clients.is_configured(conf, "placement") else None)
-    node_inventory = inventory.NodeInventory(client, conf.dra.node_name,
-                                             traits)
+    traits = accounts = None
+    if clients.is_configured(conf, "placement"):
+        traits = functions.FunctionTraits(conf)
+        accounts = ledger.Ledger(conf, known=records.uids)
+    node_inventory = inventory.NodeInventory(
+        client, conf.dra.node_name, traits,
+        free=accounts.free if accounts else None)
     preparer = claims.Preparer(conf, client, kube_api, records,
-                               node_inventory)
+                               node_inventory, ledger=accounts)
     try:
         sockets = service.Sockets(conf, plugin_dir, preparer)
     except OSError as error:

@@ -10,14 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[placement]`` (optional): where the plugin reads the function a region
-runs.
+"""``[placement]`` (optional): the ledger the plugin shares with Nova, and
+where it reads what Placement says of a region.
 
-cyborg_lite's v2 API does not show a region's function, but cyborg_lite
-keeps it in Placement, as the region provider's
-``CUSTOM_FPGA_FUNCTION_ID_<VENDOR>_<FUNCTION>`` trait. With this group set
-(keystoneauth options, as Nova's ``[placement]``), the ResourceSlices carry
-it as the ``functionTrait`` attribute; unset, they do not.
+With this group set (keystoneauth options, as Nova's ``[placement]``; a user
+that may write allocations), a claim's units are allocated in Placement
+before its bind and freed at its unprepare, a device whose units VMs hold
+is not offered in the ResourceSlices (:mod:`cyborg_lite_dra.ledger`), and
+the slices carry each region's function (its provider's
+``CUSTOM_FPGA_FUNCTION_ID_<VENDOR>_<FUNCTION>`` trait, which cyborg_lite's
+v2 API does not show) as the ``functionTrait`` attribute. Unset, none of
+this happens.
 """
 
 from accel_common import clients

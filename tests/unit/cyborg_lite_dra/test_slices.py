@@ -172,3 +172,56 @@ def test_share_names_stay_dns_labels():
     assert inventory.DNS_LABEL.match(inventory.partition_name(name, 7))
     assert inventory.partition_name(name, 7) != inventory.partition_name(
         name, 8)
+
+
+def test_a_device_vms_fill_is_withdrawn_without_taints():
+    devices = [_device(0, free=0), _device(1, free=3), _device(2)]
+    (body,) = slices.desired(devices, DRIVER, "node-1.example.org", 1)
+    assert [d["name"] for d in body["spec"]["devices"]] == [
+        devices[1].name, devices[2].name]
+    assert kube_apiserver.validate_slice(body) == []
+
+
+def test_a_device_vms_fill_is_tainted_with_taints():
+    (body,) = slices.desired([_device(0, free=0, device_status="maintaining"),
+                              _device(1, free=1)], DRIVER,
+                             "node-1.example.org", 1, taints=True)
+    full, free = body["spec"]["devices"]
+    assert full["taints"] == [
+        {"key": f"{DRIVER}/maintaining", "value": "maintaining",
+         "effect": "NoSchedule"},
+        {"key": f"{DRIVER}/held-by-vms", "value": "all-units",
+         "effect": "NoSchedule"}]
+    assert "taints" not in free
+    assert kube_apiserver.validate_slice(body) == []
+
+
+@pytest.mark.parametrize("free, counter, whole", [
+    (None, "4", True), (4, "4", True), (9, "4", True), (3, "3", False),
+    (1, "1", False)])
+def test_a_partitioned_region_counts_the_handles_vms_leave(free, counter,
+                                                           whole):
+    device = _device(0, free=free)
+    (body,) = slices.desired([device], DRIVER, "node-1.example.org", 1,
+                             partitionable=True)
+    (counters,) = body["spec"]["sharedCounters"]
+    assert counters["counters"]["handles"]["value"] == counter
+    names = [d["name"] for d in body["spec"]["devices"]]
+    assert (device.name in names) is whole
+    assert [n for n in names if n != device.name] == [
+        f"{device.name}-h{i}" for i in range(4)]
+    assert kube_apiserver.validate_slice(body) == []
+
+
+def test_a_partitioned_region_vms_fill_is_withdrawn_or_tainted():
+    device = _device(0, free=0)
+    assert slices.desired([device], DRIVER, "node-1.example.org", 1,
+                          partitionable=True) == []
+    (body,) = slices.desired([device], DRIVER, "node-1.example.org", 1,
+                             taints=True, partitionable=True)
+    assert body["spec"]["sharedCounters"][0]["counters"]["handles"] == {
+        "value": "4"}
+    assert len(body["spec"]["devices"]) == 5
+    assert all(d["taints"][-1]["key"] == f"{DRIVER}/held-by-vms"
+               for d in body["spec"]["devices"])
+    assert kube_apiserver.validate_slice(body) == []
