@@ -131,12 +131,22 @@ def claim_probe(session, hostname, interval):
     return result.rowcount == 1
 
 
+def serving():
+    """The clause of the silent agents of hosts that still have devices
+    (a host taken out of the inventory keeps its row, but its agent is
+    asked for nothing any more)."""
+    contact, device = models.AgentContact, models.Device
+    return sa.and_(contact.silent_since.is_not(None), sa.exists().where(
+        device.hostname == contact.hostname, device.retired.is_(False)))
+
+
 @engine.reader
 def silent(session):
-    """The agents that stopped answering, oldest first: ``[Silent]``."""
+    """The agents that stopped answering, of hosts that still have
+    devices, oldest first: ``[Silent]``."""
     contact = models.AgentContact
     rows = session.execute(
         sa.select(contact.hostname, contact.silent_since, contact.last_error)
-        .where(contact.silent_since.is_not(None))
+        .where(serving())
         .order_by(contact.silent_since, contact.hostname)).all()
     return [Silent(*row) for row in rows]

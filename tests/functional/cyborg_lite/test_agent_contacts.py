@@ -21,10 +21,17 @@ import sqlalchemy as sa
 from cyborg_lite.db import agent_contacts as contact_db
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
+from cyborg_lite.inventory import apply as inventory_apply
+from tests.fixtures.cyborg_server import make_inventory
 
 
-def _host():
-    return f"compute-{uuid.uuid4().hex[:8]}"
+def _host(db=None):
+    """A new host name; with ``db``, a host with a device there."""
+    if db is None:
+        return f"compute-{uuid.uuid4().hex[:8]}"
+    document = make_inventory()
+    inventory_apply.apply_document(db, document)
+    return document["host"]
 
 
 def _age(db, host, column, seconds):
@@ -61,7 +68,7 @@ def test_a_wait_left_by_a_dead_process_is_forgotten(db):
 
 
 def test_unanswered_is_silent_until_an_answer(db):
-    host, other = _host(), _host()
+    host, other = _host(db), _host(db)
     assert contact_db.begin_call(db, host, 1, 30) is None
     contact_db.unanswered(db, host, "did not answer find_image within 10 s")
     # Never called before: the first unanswered call inserts the row.
@@ -98,3 +105,14 @@ def test_one_probe_per_interval_across_workers(db):
     contact_db.answered(db, host)
     _age(db, host, "probed_at", 2)
     assert not contact_db.claim_probe(db, host, 1)  # not silent any more
+
+
+def test_a_host_taken_out_of_the_inventory_is_not_reported(db):
+    document = make_inventory()
+    inventory_apply.apply_document(db, document)
+    host, never_inventoried = document["host"], _host()
+    contact_db.unanswered(db, host, "timeout")
+    contact_db.unanswered(db, never_inventoried, "timeout")
+    assert [s.hostname for s in contact_db.silent(db)] == [host]
+    inventory_apply.apply_document(db, dict(document, devices=[]))
+    assert contact_db.silent(db) == []
