@@ -123,7 +123,11 @@ class AgentWatch:
 
     def after(self, host, error):
         """Record the outcome of a call to ``host``'s agent: ``error`` None
-        or an agent's own error is an answer."""
+        or an agent's own error is an answer; other errors say nothing
+        about the agent."""
+        answered = error is None or (
+            isinstance(error, agent_exception.AgentError)
+            and not isinstance(error, UNANSWERED + (AgentNotAnswering,)))
         try:
             if isinstance(error, UNANSWERED):
                 metrics.agent_unanswered(host)
@@ -132,7 +136,7 @@ class AgentWatch:
                             "to it are refused until it answers a probe",
                             host, _one_line(error))
                 self.ensure_prober()
-            elif not isinstance(error, AgentNotAnswering):
+            elif answered:
                 contact_db.answered(self.db, host)
         except Exception as db_error:
             LOG.warning("Agent contact of %s not recorded: %s", host,
