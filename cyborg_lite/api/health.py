@@ -19,10 +19,16 @@ operator lists in ``[healthcheck] backends`` plus ``cyborg_lite``
 schema is current, 503 otherwise. Anyone may ask, without a token, and
 gets the verdict and its reason. The detailed view (database, schema
 revisions, the agent transport's broker, the last inventory sync and its
-outcome, and oslo.middleware's own details) is for callers the
-``cyborg:healthcheck:detail`` policy allows (administrators by default);
-with ``auth_strategy = keystone`` they send a token, which keystonemiddleware
-validates first.
+outcome, the agents that stopped answering, and oslo.middleware's own
+details) is for callers the ``cyborg:healthcheck:detail`` policy allows
+(administrators by default); with ``auth_strategy = keystone`` they send a
+token, which keystonemiddleware validates first.
+
+Agents are not the API's health: a dead compute host's agent is named in
+the detailed view, and the verdict stays 200, so a load balancer does not
+take every API server out because of one host (binds needing that agent
+are refused at once meanwhile, see
+:mod:`~cyborg_lite.programming.agent_watch`).
 """
 
 import oslo_messaging
@@ -34,6 +40,7 @@ from cyborg_lite import exception
 from cyborg_lite import policy
 from cyborg_lite import service
 from cyborg_lite.agent import transport as agent_transport
+from cyborg_lite.db import agent_contacts as contact_db
 from cyborg_lite.db import leases as lease_db
 from cyborg_lite.inventory import lease as inventory_lease
 
@@ -69,6 +76,7 @@ class DatabaseHealthcheck(pluginbase.HealthcheckBaseExtension):
         if self.detailed:
             details.append(f"agent transport: {self._transport_status()}")
             details.append(f"last inventory sync: {self._last_sync()}")
+            details.append(f"agents not answering: {self._silent_agents()}")
         if problem is not None:
             return pluginbase.HealthcheckResult(False, problem,
                                                 "\n".join(details))
@@ -88,6 +96,15 @@ class DatabaseHealthcheck(pluginbase.HealthcheckBaseExtension):
         except Exception as error:
             return f"broker unreachable: {_first_line(error)}"
         return "broker reachable"
+
+    def _silent_agents(self):
+        try:
+            silent = contact_db.silent(self.services.db)
+        except Exception as error:
+            return f"unknown ({_first_line(error)})"
+        return "; ".join(
+            f"{s.hostname} (since {s.since.isoformat()}Z: {s.error})"
+            for s in silent) or "none"
 
     def _last_sync(self):
         try:

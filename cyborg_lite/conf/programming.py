@@ -55,6 +55,23 @@ programming_opts = [
              "when it is the answer to its bind PATCH, so a missing image "
              "(or an agent that does not answer in time) refuses the bind "
              "with 409 before anything is sent to the device."),
+    cfg.FloatOpt(
+        "agent_waiting_limit",
+        default=3.0, min=0.1,
+        help="Once a call to a host's agent has waited this many seconds "
+             "without an answer, further binds needing that agent are "
+             "refused with 409 at once instead of waiting too (each would "
+             "hold an API worker for up to image_check_timeout). A live "
+             "agent says which image it would load in well under a "
+             "second; raise this if its image source is slower."),
+    cfg.FloatOpt(
+        "agent_probe_interval",
+        default=5.0, min=0.5,
+        help="Seconds between the background probes of an agent that "
+             "stopped answering (one probe per interval across all API "
+             "processes). Until a probe gets an answer, binds needing that "
+             "agent are refused with 409 at once; after it, they are sent "
+             "to it again."),
     cfg.BoolOpt(
         "reconcile_on_start",
         default=True,

@@ -19,6 +19,7 @@ import dataclasses
 
 import sqlalchemy as sa
 
+from cyborg_lite.db import agent_contacts
 from cyborg_lite.db import engine
 from cyborg_lite.db import models
 
@@ -39,11 +40,14 @@ class Counts:
     events: dict
     #: {periodic task: when its last pass ended} from the leases.
     periodic_ends: dict
+    #: hosts (with devices) whose agent stopped answering the API.
+    agents_silent: int = 0
 
 
 @engine.reader
 def read(session):
-    """Count regions, ARQs and undelivered Nova events by state.
+    """Count regions, ARQs and undelivered Nova events by state, and the
+    agents not answering.
 
     :returns: a :class:`Counts`.
     """
@@ -65,5 +69,8 @@ def read(session):
     periodic_ends = dict(session.execute(
         sa.select(lease.name, lease.last_ended_at)
         .where(lease.last_ended_at.is_not(None))).all())
+    agents_silent = session.execute(
+        sa.select(sa.func.count()).select_from(models.AgentContact)
+        .where(agent_contacts.serving())).scalar_one()
     return Counts(regions=regions, arqs=arqs, events=events,
-                  periodic_ends=periodic_ends)
+                  periodic_ends=periodic_ends, agents_silent=agents_silent)

@@ -286,3 +286,29 @@ class SchedulingRouter(Base):
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True,
                                             autoincrement=False)
+
+
+class AgentContact(Base):
+    """What the API last heard from a host's agent (written by the API
+    processes, which call the agents; see
+    :mod:`cyborg_lite.db.agent_contacts`)."""
+
+    __tablename__ = "agent_contacts"
+
+    hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255),
+                                                  primary_key=True)
+    #: when a call to the agent last got an answer.
+    answered_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    #: the first call left unanswered since the last answer; None while
+    #: the agent answers.
+    silent_since: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    #: when the oldest call still waiting for an answer was sent.
+    waiting_since: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    #: when a background probe of a silent agent was last sent.
+    probed_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
+        sa.DateTime)
+    #: why the last unanswered call got no answer (one line).
+    last_error: orm.Mapped[str | None] = orm.mapped_column(sa.String(255))

@@ -113,3 +113,10 @@ class StateCollector:
         for task, ended_at in sorted(counts.periodic_ends.items()):
             ends.add_metric([task], _epoch(ended_at))
         yield ends
+
+        yield core.GaugeMetricFamily(
+            "cyborg_lite_agents_not_answering",
+            "Hosts whose agent stopped answering the API (binds needing "
+            "them are refused until a probe gets an answer; GET "
+            "/healthcheck in detail names them).",
+            value=counts.agents_silent)

@@ -62,6 +62,7 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
 from cyborg_lite.metrics import process as metrics
+from cyborg_lite.programming import agent_watch
 from cyborg_lite.programming import exception as prog_exception
 from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import providers as region_providers
@@ -135,12 +136,6 @@ def agent_message(error):
     return f"{type(error).__name__}: {error}"
 
 
-def _count_unanswered(error, host):
-    if isinstance(error, (agent_exception.AgentTimeout,
-                          agent_exception.AgentUnreachable)):
-        metrics.agent_unanswered(host)
-
-
 class Programmer:
     """Programs regions through the host agents (see the module doc).
 
@@ -166,6 +161,8 @@ class Programmer:
         self._lock = threading.Lock()
         self._owned = set()
         self._executor = None
+        self.watch = agent_watch.AgentWatch(conf, db, self.agent_api,
+                                            self.agent_host)
 
     @property
     def embedded(self):
@@ -299,19 +296,21 @@ class Programmer:
         Nova's PATCH instead of as a late ``failed`` event).
 
         :returns: ``[(job, error)]`` of the jobs that cannot run: no image,
-            more than one, or an agent that did not answer.
+            more than one, or an agent that did not answer (refused at once
+            while it is silent, see :mod:`~.agent_watch`).
         """
         refused = []
         for job in jobs:
             if job is None or job.reset:
                 continue
             try:
-                self.agent_api().find_image(
-                    self.agent_host(job.host), bitstream_id=job.bitstream_id,
-                    function_id=job.function_id,
-                    timeout=self.conf.programming.image_check_timeout)
+                self.watch.call(job.host, lambda job=job: (
+                    self.agent_api().find_image(
+                        self.agent_host(job.host),
+                        bitstream_id=job.bitstream_id,
+                        function_id=job.function_id,
+                        timeout=self.conf.programming.image_check_timeout)))
             except Exception as error:
-                _count_unanswered(error, job.host)
                 refused.append((job, error))
         return refused
 
@@ -401,7 +400,7 @@ class Programmer:
         try:
             function_id, image_id = self._program(job)
         except Exception as error:
-            _count_unanswered(error, job.host)
+            self.watch.after(job.host, error)
             message = (f"programming {job.target} on {job.host} "
                        f"{job.pci_address} failed: {agent_message(error)}")
             LOG.warning("%s", message)
@@ -410,6 +409,7 @@ class Programmer:
                 LOG.exception("Unexpected error while programming")
             outcome = self.settle_failure(job, message, self.owner)
         else:
+            self.watch.after(job.host, None)
             outcome = self.settle_success(job, function_id, image_id,
                                           self.owner)
         finally:
@@ -552,6 +552,7 @@ class Programmer:
 
     def stop(self):
         """Wait for running jobs, stop the embedded agent."""
+        self.watch.stop()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         if self._embedded is not None:
