@@ -92,6 +92,11 @@ def _options_for(caption):
         return _nova_options()
     if name == "cyborg-lite-dra.conf":
         return _namespace_options(DRA_PLUGIN)
+    if parent in ("neutron", "ml2"):
+        # NOTE(tests): Neutron is not installed beside the project (its
+        # own venv runs the real-Neutron tests, which run these settings):
+        # its files are checked for syntax only.
+        return None
     if name == "placement.conf":
         # NOTE(tests): openstack-placement is a test requirement (the real
         # Placement of the functional tests), its options come with it.
@@ -153,8 +158,16 @@ def test_config_block_parses_and_names_existing_options(block, tmp_path):
     path = tmp_path / pathlib.PurePosixPath(block.caption).name
     path.write_text(block.text)
     conf = cfg.ConfigOpts()
-    _register(conf, _options_for(block.caption))
+    known = _options_for(block.caption)
     sections = _sections(path)   # raises on what oslo.config cannot parse
+    if known is None:
+        inline = [f"[{group}] {name}" for group, names in sections.items()
+                  for name in names
+                  if "#" in _first_value(path, group, name)]
+        assert not inline, (f"{block.where}: oslo.config reads a '#' after "
+                            f"a value as part of the value: {inline}")
+        return
+    _register(conf, known)
     # keystoneauth registers an auth plugin's options (username, ...) when
     # it loads the plugin a group's auth_type names.
     for group, names in sections.items():

@@ -14,15 +14,15 @@
 it has not, so binds needing a silent agent are refused at once and
 ``/healthcheck`` and the metrics name it.
 
-Revision ID: 0010
-Revises: 0009
+Revision ID: 0011
+Revises: 0010
 """
 
 from alembic import op
 import sqlalchemy as sa
 
-revision = "0010"
-down_revision = "0009"
+revision = "0011"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
