@@ -16,12 +16,18 @@ accelerators, done by an unchanged Nova 34.
 One :class:`~tests.fixtures.nova.NovaCloud` serves the module (two hosts,
 the fake virt driver, one FPGA of two regions per host, functions ``nlb0``
 and ``nlb3``). Host A has a region programmed with ``nlb0`` by the
-operator and its nova-compute runs with ``shelved_offload_time = -1`` (a
-shelved server stays on its host until it is offloaded); host B starts
-plain. After each operation the tests check the server's ARQs, their attach
-handles, the regions' traits in Placement and the server's allocations; the
-``servers`` fixture deletes what a test booted and checks that no ARQ,
-allocation, region usage or Glance image is left.
+operator, host B starts plain; both nova-computes run with
+``shelved_offload_time = -1`` (a shelved server stays on its host until it
+is offloaded). Evacuate kills the nova-compute of the server's host and
+forces its service down, then starts it again. After each operation the
+tests check the server's ARQs, their attach handles, the regions' traits in
+Placement and the server's allocations; the ``servers`` fixture deletes
+what a test booted and checks that no ARQ, allocation, region usage or
+Glance image is left.
+
+The two tests marked xfail are evacuate and unshelve where cyborg_lite's
+lookup routing answers with regions only on a host Nova leaves out
+(doc/source/install/nova.rst, "Operations on a server with accelerators").
 """
 
 import contextlib
@@ -43,10 +49,11 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.rabbitmq,
 FPGA = {"resources:FPGA": "1",
         "trait:" + nova_fixtures.FPGA_TRAIT: "required"}
 USER = nova_fixtures.END_USER
-#: cyborg_lite's lookup routing knows nothing of the host Nova will leave
-#: out (the failed host of an evacuate, the host asked for by an unshelve):
-#: it answers the group with the lock trait of the regions that run the
-#: function, and when those are all on that host Nova finds no valid host.
+#: cyborg_lite's lookup routing knows nothing of the hosts Nova will leave
+#: out (the failed host of an evacuate, every host but the one an unshelve
+#: asks for): it answers the group with the lock trait of the regions that
+#: run the function, and when those are all on such a host Nova finds no
+#: valid host.
 ROUTING_GAP = ("cyborg_lite routes the lookup to regions on the host Nova "
                "leaves out (doc/source/install/nova.rst)")
 
@@ -195,15 +202,17 @@ def _action(cloud, server, body, user="admin", expect=(202,)):
                       user=user, expect=expect)
 
 
-def _settled(cloud, server, status):
-    """The server once it is ``status`` with no task running."""
+def _settled(cloud, server, status, host=None):
+    """The server once it is ``status`` with no task running (and on
+    ``host`` when given)."""
     def done():
         now = cloud.nova("GET", f"/servers/{server['id']}",
                          expect=(200,)).json()["server"]
         if now["status"] == "ERROR":
             raise AssertionError(f"server went ERROR: {now.get('fault')}")
         return (now if now["status"] == status
-                and now["OS-EXT-STS:task_state"] is None else None)
+                and now["OS-EXT-STS:task_state"] is None
+                and host in (None, now["OS-EXT-SRV-ATTR:host"]) else None)
     return cloud.wait_until(done, cloud.arq_binding_timeout + 60,
                             f"server {server['name']} to be {status}", 0.2)
 
@@ -324,9 +333,9 @@ def test_evacuate_binds_new_arqs_on_the_other_host(nova_cloud, flavors,
     with _host_down(cloud, host_x):
         _action(cloud, server, {"evacuate": {}}, expect=(200,))
         # NOTE(tests): from microversion 2.95 an evacuated server is left
-        # stopped on its new host.
-        after = _settled(cloud, server, "SHUTOFF")
-        assert after["OS-EXT-SRV-ATTR:host"] == host_y
+        # stopped on its new host; Nova stops it before it records the new
+        # host (ResourceTracker.finish_evacuation).
+        after = _settled(cloud, server, "SHUTOFF", host_y)
         new, allocations = _accelerators(cloud, after, "nlb0")
         assert new["uuid"] != old["uuid"]
         assert new["device_rp_uuid"] == pool_region
@@ -353,8 +362,7 @@ def test_evacuate_of_a_routed_boot(nova_cloud, flavors, hosts, servers):
     host_x = server["OS-EXT-SRV-ATTR:host"]
     with _host_down(cloud, host_x):
         _action(cloud, server, {"evacuate": {}}, expect=(200,))
-        after = _settled(cloud, server, "SHUTOFF")
-        assert after["OS-EXT-SRV-ATTR:host"] == _other(cloud, host_x)
+        _settled(cloud, server, "SHUTOFF", _other(cloud, host_x))
 
 
 def _shelve_and_offload(cloud, server, function):
