@@ -23,17 +23,21 @@ Adoption makes the document's region the only owner:
    them moves to the twin region's provider, atomically (no instance is
    touched, no allocation lost or doubled); then Cyborg's empty providers
    are deleted.
-2. **Database**, one transaction: the Bound ARQs hold the twin handles at
-   the same PCI address (and mdev type), point at the twin region and its
-   provider, and the imported device, deployables, attributes and handles
-   are deleted (the import ledger keeps a rerun from bringing them back).
+2. **Database**, one transaction: each of Cyborg's handles in use is
+   paired with a twin handle at the same PCI address (and mdev type) that
+   no other ARQ holds, which takes its uuid and its Bound ARQ (a vGPU's
+   handle uuid names the mdev Nova created for it); the ARQs point at the
+   twin region and its provider, and the imported device, deployables,
+   attributes and handles are deleted (the import ledger keeps a rerun
+   from bringing them back). The twin's other handles stay free, with
+   their own uuids.
 
 Each step checks what is there first, so a run cut off halfway finishes on
 the next one: by ``cyborg import --apply`` run again, or by the inventory
-sync, which adopts after every pass. Until a device is adopted its twin's
-handles at the addresses Cyborg's ARQs hold are kept in use
-(:func:`reserve_twin_handles`), so a bind never hands out a function an
-instance already has.
+sync, which adopts after every pass. Until a device is adopted as many of
+its twin's handles at each address (and mdev type) as Cyborg has in use
+there are kept in use (:func:`reserve_twin_handles`), so a bind never
+hands out a function or vGPU instance an instance already has.
 """
 
 import collections
@@ -53,8 +57,11 @@ class Pair:
     imported: models.Deployable
     twin: models.Deployable
     #: ``[(imported handle, twin handle)]`` for the imported handles held
-    #: by an ARQ or kept in use.
+    #: by an ARQ or kept in use; the twin handle takes the imported one's
+    #: uuid and ARQ.
     held: list = dataclasses.field(default_factory=list)
+    #: twin handles other ARQs hold, where too few are left to pair.
+    taken: list = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -113,13 +120,49 @@ def _key(handle):
     return handle.pci_address, handle.mdev_type
 
 
+def _spare(handles):
+    """Of one key's twin handles, those no ARQ holds (and not retired), in
+    the order they are reserved and paired: reserved ones first, then by
+    instance."""
+    return sorted((h for h in handles
+                   if h.arq_id is None and not h.retired),
+                  key=lambda h: (not h.in_use, h.mdev_index, h.id))
+
+
+def _by_key(handles):
+    result = collections.defaultdict(list)
+    for handle in handles:
+        result[_key(handle)].append(handle)
+    return result
+
+
+def _match(pair, held, twin_handles):
+    """Pair each of ``held`` (imported handles in use) with a spare twin
+    handle of its key; where too few are spare, the twin handles other
+    ARQs hold fill ``pair.taken``.
+
+    :returns: ``["<address> <type>: <spare> of <needed>"]`` where too few
+        are spare.
+    """
+    short = []
+    for key, handles in sorted(_by_key(held).items()):
+        spare = _spare(twin_handles[key])
+        handles = sorted(handles, key=lambda h: (h.mdev_index, h.id))
+        if len(spare) < len(handles):
+            pair.taken.extend(h for h in twin_handles[key]
+                              if h.arq_id is not None)
+            short.append(f"{' '.join(key).rstrip()}: {len(spare)} of "
+                         f"{len(handles)}")
+            continue
+        pair.held.extend(zip(handles, spare))
+    return short
+
+
 def _pair(session, adoption, lines):
     """Fill ``adoption.pairs``; False (with a line) when it cannot be."""
     imported = _deployables(session, adoption.device)
     twins = _deployables(session, adoption.twin)
-    twin_handles = collections.defaultdict(dict)
-    for handle in _handles(session, twins):
-        twin_handles[handle.deployable_id][_key(handle)] = handle
+    twin_handles = {t.id: _by_key(_handles(session, [t])) for t in twins}
     for deployable in imported:
         held = [h for h in _handles(session, [deployable]) if h.in_use]
         # NOTE(cyborg_lite): a twin region fits when it has a handle at
@@ -127,9 +170,9 @@ def _pair(session, adoption, lines):
         fits = [t for t in twins
                 if all(_key(h) in twin_handles[t.id] for h in held)]
         if len(twins) == 1 and not fits:
-            missing = sorted(f"{h.pci_address} {h.mdev_type}".rstrip()
-                             for h in held
-                             if _key(h) not in twin_handles[twins[0].id])
+            missing = sorted({f"{h.pci_address} {h.mdev_type}".rstrip()
+                              for h in held
+                              if _key(h) not in twin_handles[twins[0].id]})
             lines.append(f"{adoption.what}: its twin region "
                          f"{twins[0].rp_uuid} has no attach handle at "
                          f"{', '.join(missing)}, which Cyborg's ARQs hold; "
@@ -142,21 +185,24 @@ def _pair(session, adoption, lines):
                          f"deployable {deployable.name} is; kept under "
                          f"Cyborg's provider {deployable.rp_uuid}")
             return False
-        twin = fits[0]
-        adoption.pairs.append(Pair(
-            deployable, twin,
-            [(h, twin_handles[twin.id][_key(h)]) for h in held]))
+        pair = Pair(deployable, fits[0])
+        short = _match(pair, held, twin_handles[fits[0].id])
+        if short and not pair.taken:
+            lines.append(f"{adoption.what}: its twin region "
+                         f"{fits[0].rp_uuid} has too few attach handles "
+                         "for the ones Cyborg's ARQs hold (spare of held: "
+                         f"{', '.join(short)}); kept under Cyborg's "
+                         f"provider {deployable.rp_uuid}")
+            return False
+        adoption.pairs.append(pair)
     return bool(adoption.pairs)
 
 
 def _taken_twins(session, adoption):
-    """Twin handles another ARQ holds: ``[(twin handle, holder arq id)]``."""
-    taken = []
-    for pair in adoption.pairs:
-        for handle, twin in pair.held:
-            if twin.arq_id is not None and twin.arq_id != handle.arq_id:
-                taken.append((twin, twin.arq_id))
-    return taken
+    """Twin handles other ARQs hold where Cyborg's in-use handles find too
+    few spare ones: ``[(twin handle, holder arq id)]``."""
+    return [(twin, twin.arq_id) for pair in adoption.pairs
+            for twin in pair.taken]
 
 
 def pending(session, host=None, twins=None):
@@ -184,20 +230,23 @@ def pending(session, host=None, twins=None):
 
 
 def reserve_twin_handles(session, host):
-    """Keep in use the twin handles whose imported handle is in use (and
-    free those whose imported handle was freed since), for ``host``.
+    """Keep in use as many of the twin's handles of each address and mdev
+    type as the imported device has in use (and free the others no ARQ
+    holds), for ``host``.
 
     Until an imported device is adopted, its twin lists the same functions
-    as free; a bind taking one would hand an instance a function another
-    instance has. A reserved handle is in use with no ARQ.
+    (and vGPU instances) as free; a bind taking one would hand an instance
+    a function another instance has. A reserved handle is in use with no
+    ARQ; adoption pairs Cyborg's in-use handles with these.
     """
     for device, twin in _twins(session, host):
-        in_use = {_key(h) for h in _handles(
-            session, _deployables(session, device)) if h.in_use}
-        for handle in _handles(session, _deployables(session, twin)):
-            if handle.arq_id is None and handle.in_use != (
-                    _key(handle) in in_use):
-                handle.in_use = _key(handle) in in_use
+        in_use = collections.Counter(_key(h) for h in _handles(
+            session, _deployables(session, device)) if h.in_use)
+        for key, handles in _by_key(_handles(
+                session, _deployables(session, twin))).items():
+            for rank, handle in enumerate(_spare(handles)):
+                if handle.in_use != (rank < in_use[key]):
+                    handle.in_use = rank < in_use[key]
 
 
 # Placement
@@ -303,20 +352,25 @@ def _move_in_placement(client, host, moves):
 # Database
 
 def _merge(session, adoption):
-    """Point the ARQs at the twin and delete the imported rows."""
+    """Point the ARQs at the twin and delete the imported rows; each twin
+    handle paired with one of Cyborg's in use takes its uuid and ARQ."""
     for pair in adoption.pairs:
         imported, twin = pair.imported, pair.twin
-        holders = {_key(h): h.arq_id for h, _ in pair.held}
-        # NOTE(cyborg_lite): arq_id is unique: the imported handles go
-        # before the twins take their ARQs.
+        kept = {t.id: (h.uuid, h.arq_id) for h, t in pair.held}
+        # NOTE(cyborg_lite): uuid and arq_id are unique: the imported
+        # handles go before the twins take theirs. A kept uuid is the
+        # name of the mdev Nova made for a bound vGPU.
         for handle in _handles(session, [imported]):
             session.delete(handle)
         session.flush()
         for handle in _handles(session, [twin]):
             if handle.arq_id is not None:
                 continue
-            handle.arq_id = holders.get(_key(handle))
-            handle.in_use = _key(handle) in holders
+            if handle.id in kept:
+                handle.uuid, handle.arq_id = kept[handle.id]
+                handle.in_use = True
+            else:
+                handle.in_use = False
         session.execute(
             sa.update(models.ARQ)
             .where(models.ARQ.deployable_id == imported.id)

@@ -47,6 +47,14 @@ def existing(session):
         found.rp_uuids[rp_uuid] = uuid
     found.attribute_uuids = {u for u, in column(models.Attribute.uuid)}
     found.handle_uuids = {u for u, in column(models.AttachHandle.uuid)}
+    for deployable, address, mdev_type, index in session.execute(
+            sa.select(models.Deployable.uuid, models.AttachHandle.pci_address,
+                      models.AttachHandle.mdev_type,
+                      models.AttachHandle.mdev_index)
+            .join(models.Deployable, models.Deployable.id ==
+                  models.AttachHandle.deployable_id)
+            .where(models.AttachHandle.mdev_type != "")).all():
+        found.handle_instances[(deployable, address, mdev_type)].add(index)
     found.arq_uuids = {u for u, in column(models.ARQ.uuid)}
     for kind, uuid in column(models.CyborgImported.kind,
                              models.CyborgImported.uuid):

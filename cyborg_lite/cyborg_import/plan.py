@@ -59,6 +59,10 @@ class Existing:
     rp_uuids: dict = dataclasses.field(default_factory=dict)
     attribute_uuids: set = dataclasses.field(default_factory=set)
     handle_uuids: set = dataclasses.field(default_factory=set)
+    #: (deployable uuid, pci address, mdev type) -> the vGPU instance
+    #: indexes (``mdev_index``) its MDEV handles hold.
+    handle_instances: dict = dataclasses.field(
+        default_factory=lambda: collections.defaultdict(set))
     arq_uuids: set = dataclasses.field(default_factory=set)
     #: kind -> uuids a previous import brought in (some maybe deleted).
     imported: dict = dataclasses.field(
@@ -139,6 +143,8 @@ class _Planner:
         self.nic_deployables = {}
         #: uuids of NIC handles Cyborg knows no physical network for.
         self.unnamed_nic_handles = []
+        #: the vgpu_mark of each MDEV handle imported, by handle id.
+        self.marks = {}
         #: source ids of the devices cyborg_lite has from an inventory.
         self.twins = set()
         self.cpids = collections.defaultdict(list)
@@ -362,12 +368,9 @@ class _Planner:
             if row["attach_type"] == "MDEV":
                 cpid = next(c for c in self.rows["controlpath_ids"]
                             if c["id"] == row["cpid_id"])
-                mark = f"{info['asked_type']}_{row['uuid']}"
-                if info.get("vgpu_mark", mark) != mark:
-                    self.settle(f"{what}: Cyborg's vgpu_mark "
-                                f"{info['vgpu_mark']} is answered as {mark}")
-                return (_pci(json.loads(cpid["cpid_info"])),
-                        info["asked_type"])
+                address = _pci(json.loads(cpid["cpid_info"]))
+                self.marks[row["id"]] = info.get("vgpu_mark")
+                return address, info["asked_type"]
         except (KeyError, ValueError, AttributeError, StopIteration):
             pass
         self.refuse(f"{what}: cannot tell its PCI address from "
@@ -385,12 +388,48 @@ class _Planner:
             self.unnamed_nic_handles.append(row["uuid"])
         return physnet
 
+    def _instances(self, found):
+        """``{handle id: mdev_index}`` for the handles ``found``
+        (``[(row, deployable uuid, (address, mdev type))]``); a PCI handle
+        at an address its deployable has another handle at gets none.
+
+        Cyborg's NVIDIA driver stores one MDEV handle per possible vGPU
+        instance of its parent, marked ``<type>_<n>``: each is instance n
+        when that n is free, else the lowest free one.
+        """
+        groups = collections.defaultdict(list)
+        for row, deployable, address in found:
+            groups[(deployable,) + address].append(row)
+        result = {}
+        for key, rows in groups.items():
+            if not key[2]:
+                result[rows[0]["id"]] = 0
+                continue
+            taken = set(self.existing.handle_instances.get(key, ()))
+            later = []
+            for row in rows:
+                head, _, tail = (self.marks.get(row["id"]) or "").rpartition(
+                    "_")
+                if head == key[2] and tail.isdigit() and (
+                        int(tail) not in taken):
+                    result[row["id"]] = int(tail)
+                    taken.add(int(tail))
+                else:
+                    later.append(row)
+            index = 0
+            for row in later:
+                while index in taken:
+                    index += 1
+                result[row["id"]] = index
+                taken.add(index)
+        return result
+
     def handles(self, holders):
-        seen = set()
         types = {d["id"]: d["type"] for d in self.rows["devices"]}
         self.nic_deployables = {
             d["id"]: types.get(d["device_id"]) == "NIC"
             for d in self.rows["deployables"]}
+        found = []
         for row in self.rows["attach_handles"]:
             what = f"attach handle {row['uuid']}"
             if self.before("attach_handles", row["uuid"],
@@ -402,13 +441,15 @@ class _Planner:
             if deployable is None:
                 continue
             address = self._handle_address(row, what)
-            if address is None:
-                continue
-            if (deployable,) + address in seen:
+            if address is not None:
+                found.append((row, deployable, address))
+        instances = self._instances(found)
+        for row, deployable, address in found:
+            what = f"attach handle {row['uuid']}"
+            if row["id"] not in instances:
                 self.refuse(f"{what}: deployable {deployable} has another "
-                            f"handle at {address[0]} {address[1]}".rstrip())
+                            f"handle at {address[0]}")
                 continue
-            seen.add((deployable,) + address)
             held_by = holders.get(row["id"], [])
             in_use = bool(row["in_use"])
             arq = None
@@ -434,7 +475,8 @@ class _Planner:
             self.add("attach_handles", {
                 "uuid": row["uuid"], "deployable_uuid": deployable,
                 "type": row["attach_type"], "pci_address": address[0],
-                "mdev_type": address[1], "in_use": in_use,
+                "mdev_type": address[1],
+                "mdev_index": instances[row["id"]], "in_use": in_use,
                 "physical_network": self._physnet(
                     row, row["deployable_id"], what),
                 "arq_uuid": arq, "created_at": row["created_at"]})
@@ -447,11 +489,31 @@ class _Planner:
                 "cyborg_lite binds no ARQ to them (Nova could not plug a "
                 "port into them) until an inventory document names their "
                 "physical network")
+        self._marks_line()
         if self.short_devices:
             self.settle(f"{self.short_devices} attach handle(s) have a "
                         "one-digit PCI device in attach_info (Cyborg writes "
                         "\"0\"): answered with two digits (\"00\"), the "
                         "same address to Nova")
+
+    def _marks_line(self):
+        """One line for the MDEV handles whose ``vgpu_mark`` cyborg_lite
+        answers otherwise."""
+        handles = {h["uuid"]: h for h in self.plan.rows["attach_handles"]}
+        rows = {r["id"]: r["uuid"] for r in self.rows["attach_handles"]}
+        changed = []
+        for row_id, mark in sorted(self.marks.items()):
+            handle = handles.get(rows[row_id])
+            if handle is not None and mark is not None and mark != (
+                    f"{handle['mdev_type']}_{handle['uuid']}"):
+                changed.append(mark)
+        if changed:
+            self.settle(f"{len(changed)} MDEV attach handle(s) carry "
+                        f"Cyborg's vgpu_mark (e.g. {changed[0]}): each is "
+                        "a vGPU instance of its own, with Cyborg's uuid "
+                        "(the name of the mdev Nova creates for it); its "
+                        "vgpu_mark is answered as <type>_<handle uuid>, "
+                        "Nova reads only its address and asked_type")
 
     def _arq_state(self, row, what):
         """The state to import ``row`` in, and its deployable and handle

@@ -16,6 +16,7 @@ real Cyborg 17 wrote them, see tests/data/cyborg17, then broken)."""
 from cyborg_lite.cyborg_import import plan
 from cyborg_lite.cyborg_import import reader
 from cyborg_lite.cyborg_import import schema
+from tests.data.cyborg17 import vgpu as cyborg17_vgpu
 from tests.fixtures import cyborg17
 
 CYBORG_17 = schema.Schema("b47c8f2d1e3a", "2026.2 (Cyborg 17)", True)
@@ -181,8 +182,61 @@ def test_mdev_handle_takes_its_address_from_the_controlpath():
     planned = _handle(result, handle["uuid"])
     assert (planned["pci_address"], planned["mdev_type"]) == (
         "0000:0c:00.0", "nvidia-223")
-    assert any("vgpu_mark nvidia-223_0 is answered as" in line
+    assert any("Cyborg's vgpu_mark (e.g. nvidia-223_0)" in line
                for line in result.settled)
+
+
+def test_vgpu_handles_are_one_instance_each_with_cyborg_uuids():
+    rows = cyborg17.recording()
+    vgpu = cyborg17_vgpu.add(rows, "realcyborg-local")
+    result = _plan(rows)
+    assert result.can_apply, result.refused
+    handles = [h for h in result.rows["attach_handles"]
+               if h["deployable_uuid"] == vgpu["deployable"]]
+    assert [(h["uuid"], h["pci_address"], h["mdev_type"], h["mdev_index"])
+            for h in handles] == [
+        (uuid, cyborg17_vgpu.ADDRESS, cyborg17_vgpu.MDEV_TYPE, index)
+        for index, uuid in enumerate(vgpu["handles"])]
+    held = {h["arq_uuid"]: h["uuid"] for h in handles if h["in_use"]}
+    assert held == vgpu["arqs"]
+    for arq_uuid, handle_uuid in vgpu["arqs"].items():
+        arq = _arq(result, arq_uuid)
+        assert (arq["state"], arq["handle_uuid"]) == ("Bound", handle_uuid)
+    (line,) = [line for line in result.settled if "vgpu_mark" in line]
+    assert line.startswith("4 MDEV attach handle(s)")
+
+
+def test_vgpu_instances_follow_cyborg_marks_then_fill_free_indexes():
+    rows = cyborg17.recording()
+    vgpu = cyborg17_vgpu.add(rows, "realcyborg-local")
+    handles = rows["attach_handles"][-4:]
+    # Instance 3 was imported before; one mark is unreadable.
+    first = handles.pop()
+    existing = plan.Existing()
+    existing.handle_uuids.add(first["uuid"])
+    existing.deployable_uuids.add(vgpu["deployable"])
+    existing.device_uuids.add(rows["devices"][-1]["uuid"])
+    existing.handle_instances[(vgpu["deployable"], cyborg17_vgpu.ADDRESS,
+                               cyborg17_vgpu.MDEV_TYPE)] = {3}
+    handles[0]["attach_info"] = handles[0]["attach_info"].replace(
+        '"nvidia-223_0"', '"nvidia-223_3"')
+    result = _plan(rows, existing)
+    assert result.can_apply, result.refused
+    got = {h["uuid"]: h["mdev_index"] for h in result.rows["attach_handles"]
+           if h["mdev_type"]}
+    assert got == {handles[0]["uuid"]: 0, handles[1]["uuid"]: 1,
+                   handles[2]["uuid"]: 2}
+
+
+def test_second_pci_handle_at_one_address_is_refused():
+    rows = cyborg17.recording()
+    rows["attach_handles"][1]["attach_info"] = rows["attach_handles"][0][
+        "attach_info"]
+    result = _plan(rows)
+    assert not result.can_apply
+    assert any(rows["attach_handles"][1]["uuid"] in line
+               and "has another handle at 0000:0c:00.1" in line
+               for line in result.refused)
 
 
 def test_unreadable_profile_json_is_refused():
