@@ -58,6 +58,7 @@ def role_output(tmp_path_factory):
             "cyborg_lite_systemd_dir": str(tmp_path),
             "cyborg_lite_sudoers_dir": str(tmp_path),
             "cyborg_lite_sudoers_validate": False,
+            "cyborg_lite_install_sudo": False,
             "cyborg_lite_agent_host": "compute-0.test",
             "cyborg_lite_agent_drivers": ["sim"]}
     inventory = ansible_runner.write_inventory(tmp_path / "hosts.yml", {
