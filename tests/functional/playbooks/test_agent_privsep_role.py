@@ -20,6 +20,7 @@ means.)"""
 import configparser
 import getpass
 import json
+import shutil
 import subprocess
 import sys
 
@@ -86,6 +87,12 @@ def test_the_role_runs_the_agent_as_its_user(role_output):
     unit = configparser.ConfigParser(interpolation=None, strict=False)
     unit.read(tmp_path / "cyborg-lite-agent.service")
     assert unit["Service"]["User"] == user
+    if shutil.which("sudo") is None:
+        # Told not to install it (cyborg_lite_install_sudo), the role says
+        # what the agent lacks.
+        assert ("sudo is not installed and cyborg_lite_install_sudo is "
+                "false: cyborg-lite-agent cannot start its privsep daemon"
+                ) in " ".join(first.output.split()), first.output
     sudoers = (tmp_path / "cyborg-lite-agent").read_text()
     assert (f"{user} ALL = (root) NOPASSWD: {sys.prefix}/bin/oslo-rootwrap "
             f"{tmp_path}/etc/rootwrap.conf *") in sudoers
