@@ -20,6 +20,7 @@ means.)"""
 import configparser
 import getpass
 import json
+import shutil
 import subprocess
 import sys
 
@@ -58,6 +59,7 @@ def role_output(tmp_path_factory):
             "cyborg_lite_systemd_dir": str(tmp_path),
             "cyborg_lite_sudoers_dir": str(tmp_path),
             "cyborg_lite_sudoers_validate": False,
+            "cyborg_lite_install_sudo": False,
             "cyborg_lite_agent_host": "compute-0.test",
             "cyborg_lite_agent_drivers": ["sim"]}
     inventory = ansible_runner.write_inventory(tmp_path / "hosts.yml", {
@@ -85,6 +87,12 @@ def test_the_role_runs_the_agent_as_its_user(role_output):
     unit = configparser.ConfigParser(interpolation=None, strict=False)
     unit.read(tmp_path / "cyborg-lite-agent.service")
     assert unit["Service"]["User"] == user
+    if shutil.which("sudo") is None:
+        # Told not to install it (cyborg_lite_install_sudo), the role says
+        # what the agent lacks.
+        assert ("sudo is not installed and cyborg_lite_install_sudo is "
+                "false: cyborg-lite-agent cannot start its privsep daemon"
+                ) in " ".join(first.output.split()), first.output
     sudoers = (tmp_path / "cyborg-lite-agent").read_text()
     assert (f"{user} ALL = (root) NOPASSWD: {sys.prefix}/bin/oslo-rootwrap "
             f"{tmp_path}/etc/rootwrap.conf *") in sudoers

@@ -92,6 +92,7 @@ def test_cyborg_lite_role_syncs_db_and_its_api_unit_serves(tmp_path):
         cyborg_lite_systemd_dir=str(tmp_path),
         cyborg_lite_sudoers_dir=str(tmp_path),
         cyborg_lite_sudoers_validate=False,
+        cyborg_lite_install_sudo=False,
         cyborg_lite_auth_strategy="noauth",
         cyborg_lite_api_bind_host="127.0.0.1", cyborg_lite_api_port=port,
         cyborg_lite_api_workers=2, cyborg_lite_agent_host="compute-0.test",
@@ -166,7 +167,8 @@ def _agent_only_host(tmp_path, **host_vars):
         cyborg_lite_state_dir=str(tmp_path / "state"),
         cyborg_lite_systemd_dir=str(tmp_path),
         cyborg_lite_sudoers_dir=str(tmp_path),
-        cyborg_lite_sudoers_validate=False, **host_vars)
+        cyborg_lite_sudoers_validate=False,
+        cyborg_lite_install_sudo=False, **host_vars)
 
 
 def test_cyborg_lite_role_refuses_an_agent_without_drivers(tmp_path):

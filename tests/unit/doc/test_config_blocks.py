@@ -22,9 +22,12 @@ import re
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+from oslo_privsep import priv_context
+from oslo_rootwrap import wrapper as rootwrap
 import pytest
 import stevedore
 
+from cyborg_lite.agent import privsep
 from cyborg_lite.db import migration
 from tests.unit.doc import blocks
 
@@ -80,12 +83,25 @@ def _raise(manager, entry_point, error):
     raise error
 
 
+# oslo.rootwrap's own file: what oslo_rootwrap.wrapper.RootwrapConfig reads.
+ROOTWRAP = [("DEFAULT", [
+    cfg.ListOpt("filters_path"), cfg.ListOpt("exec_dirs"),
+    cfg.StrOpt("syslog_log_facility"), cfg.StrOpt("syslog_log_level"),
+    cfg.BoolOpt("use_syslog"), cfg.BoolOpt("use_syslog_rfc_format"),
+    cfg.IntOpt("daemon_timeout"), cfg.IntOpt("rlimit_nofile")])]
+
+
 def _options_for(caption):
     """(group, options) pairs of the service the file named configures."""
     name = pathlib.PurePosixPath(caption).name
     parent = pathlib.PurePosixPath(caption).parent.name
     if name == "cyborg_lite.conf":
-        return _namespace_options(CYBORG_LITE)
+        # NOTE(docs): oslo.privsep registers the agent context's section
+        # when the context starts, not through a namespace.
+        return _namespace_options(CYBORG_LITE) + [
+            (privsep.CFG_SECTION, priv_context.OPTS)]
+    if name == "rootwrap.conf":
+        return ROOTWRAP
     if name == "ironic.conf" or parent == "ironic.conf.d":
         return _namespace_options(IRONIC)
     if name == "nova.conf":
@@ -157,6 +173,15 @@ OSLO_BLOCKS = [block for block in CONFIG_BLOCKS
 def test_config_block_parses_and_names_existing_options(block, tmp_path):
     path = tmp_path / pathlib.PurePosixPath(block.caption).name
     path.write_text(block.text)
+    if path.suffix == ".filters":
+        # An oslo.rootwrap filter file: every line a filter it loads,
+        # beside those oslo.rootwrap adds to any set.
+        names = _sections(path)["Filters"]
+        (tmp_path / "none").mkdir()
+        added = len(rootwrap.load_filters([str(tmp_path / "none")]))
+        loaded = rootwrap.load_filters([str(tmp_path)])
+        assert len(loaded) - added == len(names), f"{block.where}: {names}"
+        return
     conf = cfg.ConfigOpts()
     known = _options_for(block.caption)
     sections = _sections(path)   # raises on what oslo.config cannot parse
