@@ -409,12 +409,14 @@ _REPORTED_LOCK = threading.Lock()
 
 def _report_remembered(node_uuid, document, conf, client):
     """:func:`report`, remembering the document once Placement has it; a
-    failed report leaves nothing remembered, so the next pass reports in
-    full."""
+    failed report, or one that left a provider under a held name, leaves
+    nothing remembered, so the next pass reports in full (and renames the
+    provider as soon as the name is free)."""
     _remember(node_uuid, None)
     result = report(client, document,
                     retries=conf.accel_placement.conflict_retries)
-    _remember(node_uuid, inventory.fingerprint(document))
+    if not result.held:
+        _remember(node_uuid, inventory.fingerprint(document))
     return result
 
 
