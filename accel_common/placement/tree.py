@@ -56,6 +56,11 @@ OWNED_TRAIT_PREFIXES = ("OWNER_CYBORG", "CUSTOM_FPGA_", "CUSTOM_NVIDIA_",
 #: as cyborg_lite set them from the handles its agent found in-band.
 OWNED_TRAITS = frozenset((inventory.NIC_VF_TRAIT, inventory.NIC_PF_TRAIT))
 
+#: Appended to a region provider's name while a provider the reporter does
+#: not own holds the name: real Cyborg names a deployable's provider
+#: ``<host>_<pci address>`` too, and Placement names are unique.
+HELD_NAME_SUFFIX = "_ironic_accel"
+
 #: Marks a provider the reporter kept with ``reserved = total`` because its
 #: device vanished while allocations still used it.
 RETIRED_TRAIT = "CUSTOM_ACCEL_RETIRED"
@@ -224,6 +229,14 @@ def provider_name(host, device, region):
     return name
 
 
+def held_name(name):
+    """The name a region's provider carries while another provider, not the
+    reporter's, holds ``name``: ``name`` plus :data:`HELD_NAME_SUFFIX`,
+    ``name`` cut short when both would pass Placement's limit.
+    """
+    return name[:MAX_NAME_LENGTH - len(HELD_NAME_SUFFIX)] + HELD_NAME_SUFFIX
+
+
 def desired_tree(document):
     """The provider tree an inventory document asks for.
 
@@ -272,6 +285,17 @@ def is_cyborg_provider(rp):
     change, never the reporter's.
     """
     return rp["uuid"] == str(uuid.uuid3(uuid.NAMESPACE_DNS, rp["name"]))
+
+
+def is_foreign_provider(rp, traits):
+    """True for a provider that is not the reporter's: real Cyborg's (see
+    :func:`is_cyborg_provider`) or one without ``OWNER_CYBORG`` (Nova's,
+    Neutron's, an operator's).
+
+    :param rp: the provider as Placement returns it.
+    :param traits: its traits (iterable of names).
+    """
+    return is_cyborg_provider(rp) or os_traits.OWNER_CYBORG not in traits
 
 
 def is_owned_trait(name):

@@ -51,6 +51,9 @@ class Result:
     unchanged: list = dataclasses.field(default_factory=list)
     deleted: list = dataclasses.field(default_factory=list)
     retired: list = dataclasses.field(default_factory=list)
+    #: Providers under a held name: another provider, not the reporter's,
+    #: has the name they are given once it is gone.
+    held: list = dataclasses.field(default_factory=list)
     conflicts: int = 0
     reads: int = 0
     writes: int = 0
@@ -66,7 +69,9 @@ def report(client, document, retries=4):
     :raises accel_common.exception.InvalidInventory: bad document.
     :raises ParentNotFound: no compute-node provider for the host.
     :raises FlatHost: the host still has the legacy flat inventory.
-    :raises ReportError: a provider kept changing, or its name is taken.
+    :raises ReportError: a provider kept changing, or its name is taken by
+        another of the reporter's providers (a name taken by a provider
+        the reporter does not own is waited for: see :func:`_create`).
     :raises accel_common.exception.PlacementError: Placement refused
         a write for another reason (the message names the call).
     :returns: a :class:`Result`.
@@ -87,13 +92,13 @@ def report(client, document, retries=4):
     for provider in desired.providers:
         rp = existing.get(provider.uuid)
         if rp is None:
-            created = _create(client, provider, root["uuid"])
+            created = _create(client, provider, root["uuid"], result)
             if created is not None:
                 result.created.append(provider.uuid)
                 _sync(client, provider, created, retries, fresh=True)
                 continue
             rp = client.provider(provider.uuid)
-        changed, rp = _place(client, provider, rp, root["uuid"])
+        changed, rp = _place(client, provider, rp, root["uuid"], result)
         if _sync(client, provider, rp, retries) or changed:
             result.updated.append(provider.uuid)
         else:
@@ -134,35 +139,88 @@ def _refuse_flat_host(client, root, desired):
         raise accel_exception.FlatHost(desired.host, flat)
 
 
-def _create(client, provider, parent_uuid):
-    """Create the provider; None when its uuid already exists elsewhere."""
-    try:
-        return client.create_provider(provider.uuid, provider.name,
-                                      parent_uuid)
-    except common_exception.PlacementError as exc:
-        if exc.status != 409:
-            raise
-        if client.provider(provider.uuid) is not None:
-            return None
-        raise accel_exception.ReportError(
-            f"cannot create provider {provider.name!r} for device "
-            f"{provider.device_id} region {provider.region_id}: another "
-            f"provider already has that name ({exc})") from exc
+def _create(client, provider, parent_uuid, result):
+    """Create the provider; None when its uuid already exists elsewhere.
+
+    While a provider that is not the reporter's holds the name (real
+    Cyborg's for the same card, until cyborg_lite adopts it), it is created
+    under :func:`accel_common.placement.tree.held_name`; :func:`_place`
+    gives it its name on the first report after the other one is gone.
+    """
+    name = provider.name
+    for _ in range(3):
+        try:
+            return client.create_provider(provider.uuid, name, parent_uuid)
+        except common_exception.PlacementError as exc:
+            if exc.status != 409:
+                raise
+            if client.provider(provider.uuid) is not None:
+                return None
+            if name != provider.name:
+                raise accel_exception.ReportError(
+                    f"cannot create provider {provider.name!r} for device "
+                    f"{provider.device_id} region {provider.region_id}: "
+                    f"another provider already has that name and one has "
+                    f"{name!r} too ({exc})") from exc
+            holder = client.provider_by_name(provider.name)
+            if holder is None:
+                continue  # NOTE(accel): the holder was deleted meanwhile.
+            _check_holder(client, provider, holder)
+            name = tree_mod.held_name(provider.name)
+            LOG.warning(
+                "Provider %s (device %s region %s): the name %r belongs to "
+                "provider %s, which is not ironic-accel's (real Cyborg's "
+                "until cyborg_lite adopts the device); created as %r, "
+                "renamed on the first report after that provider is gone",
+                provider.uuid, provider.device_id, provider.region_id,
+                provider.name, holder["uuid"], name)
+            result.held.append(provider.uuid)
+    raise accel_exception.ReportError(
+        f"cannot create provider {provider.name!r} for device "
+        f"{provider.device_id} region {provider.region_id}: its name kept "
+        "being taken and released")
 
 
-def _place(client, provider, rp, parent_uuid):
+def _check_holder(client, provider, holder):
+    """Raise ReportError unless ``holder``, which has the name
+    ``provider`` wants, is a provider the reporter does not own."""
+    if tree_mod.is_cyborg_provider(holder):
+        return
+    _, traits = client.traits(holder["uuid"])
+    if tree_mod.is_foreign_provider(holder, traits):
+        return
+    raise accel_exception.ReportError(
+        f"cannot name provider {provider.uuid} {provider.name!r} for "
+        f"device {provider.device_id} region {provider.region_id}: "
+        f"provider {holder['uuid']}, reported by ironic-accel for another "
+        "node or device (it carries OWNER_CYBORG), already has that name; "
+        "does another node report the same host?")
+
+
+def _place(client, provider, rp, parent_uuid, result):
     """Fix name and parent of an existing provider.
+
+    Its name stays as it is while a provider that is not the reporter's
+    holds the wanted one (see :func:`_create`).
 
     :returns: ``(written, provider as Placement now has it)``.
     """
-    if (rp["name"] == provider.name
+    name = provider.name
+    if rp["name"] != name:
+        holder = client.provider_by_name(name)
+        if holder is not None:
+            _check_holder(client, provider, holder)
+            LOG.debug("Provider %s keeps the name %r: %s holds %r",
+                      provider.uuid, rp["name"], holder["uuid"], name)
+            name = rp["name"]
+            result.held.append(provider.uuid)
+    if (rp["name"] == name
             and rp["parent_provider_uuid"] == parent_uuid):
         return False, rp
     LOG.info("Provider %s: name %r -> %r, parent %s -> %s", provider.uuid,
-             rp["name"], provider.name, rp["parent_provider_uuid"],
+             rp["name"], name, rp["parent_provider_uuid"],
              parent_uuid)
-    return True, client.update_provider(provider.uuid, provider.name,
-                                        parent_uuid)
+    return True, client.update_provider(provider.uuid, name, parent_uuid)
 
 
 def _sync(client, provider, rp, retries, fresh=False):
@@ -351,12 +409,14 @@ _REPORTED_LOCK = threading.Lock()
 
 def _report_remembered(node_uuid, document, conf, client):
     """:func:`report`, remembering the document once Placement has it; a
-    failed report leaves nothing remembered, so the next pass reports in
-    full."""
+    failed report, or one that left a provider under a held name, leaves
+    nothing remembered, so the next pass reports in full (and renames the
+    provider as soon as the name is free)."""
     _remember(node_uuid, None)
     result = report(client, document,
                     retries=conf.accel_placement.conflict_retries)
-    _remember(node_uuid, inventory.fingerprint(document))
+    if not result.held:
+        _remember(node_uuid, inventory.fingerprint(document))
     return result
 
 

@@ -14,7 +14,8 @@
 instance, two of them bound) is imported on sqlite, MariaDB and PostgreSQL
 as four vGPU instances with Cyborg's uuids; a bound instance keeps its
 handle uuid (the name of the mdev Nova created) and its binding, also when
-the inventory's region adopts the card (real Placement)."""
+the inventory's region adopts the card (real Placement), the region's
+provider waiting for the name Cyborg's provider held."""
 
 import uuid
 
@@ -23,6 +24,7 @@ import sqlalchemy as sa
 
 from accel_common import inventory
 from accel_common.placement import client as placement_client
+from accel_common.placement import tree
 from accel_tools.embedded import placement
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
@@ -146,13 +148,11 @@ class Cloud:
         self.root, self.host = placement.create_compute_node(conn)
         self.source, self.added = cyborg_vgpu(tmp_path, self.host)
         self.cyborg_rp = self.added["rp_uuid"]
-        # NOTE(test): Cyborg names the provider after the deployable,
-        # <host>_<address>, the name the Ironic reporter gives the region
-        # of that card: Placement refuses the second provider of one
-        # name, so here Cyborg's carries another one.
+        # Cyborg names the provider after the deployable, the name the
+        # Ironic reporter gives the region of that card.
+        self.region_name = f"{self.host}_{vgpu.ADDRESS}"
         self.call("POST", "/resource_providers", {
-            "uuid": self.cyborg_rp,
-            "name": f"{self.host}_{vgpu.ADDRESS}_cyborg",
+            "uuid": self.cyborg_rp, "name": self.region_name,
             "parent_provider_uuid": self.root})
         self.call("PUT", f"/resource_providers/{self.cyborg_rp}/inventories",
                   {"resource_provider_generation": 0,
@@ -184,6 +184,20 @@ class Cloud:
     def report(self):
         return reporter.report(placement_client.Client(self.conn),
                                self.document)
+
+    def region_name_now(self):
+        return self.call(
+            "GET", f"/resource_providers/{self.region_rp}")["name"]
+
+    def report_renames_the_region(self):
+        """While Cyborg's provider had its name, the region carried the
+        held one; the first report after adoption gives it its name, the
+        next one writes nothing."""
+        assert self.region_name_now() == tree.held_name(self.region_name)
+        result = self.report()
+        assert result.updated == [self.region_rp] and not result.held
+        assert self.region_name_now() == self.region_name
+        assert self.report().writes == 0
 
     def assert_adopted(self, lite):
         """Placement totals 4 VGPU on the region, 1 per bound instance;
@@ -230,7 +244,7 @@ def placed(tmp_path, db_url, placement_server):
 def test_adopted_vgpu_keeps_the_bound_instances_uuids(
         cloud, placed, capsys):
     lite = placed
-    cloud.report()
+    assert cloud.report().held == [cloud.region_rp]
     inventory_apply.apply_document(lite.db, cloud.document)
     own = {h[0] for h in mdev_handles(lite.db)}
     assert run_import(lite.conf, cloud.source, apply=True) == 0
@@ -240,9 +254,10 @@ def test_adopted_vgpu_keeps_the_bound_instances_uuids(
     free = {h[0] for h in mdev_handles(lite.db) if not h[2]}
     assert len(free & own) == 2
 
-    # The next report and sync keep every instance and its uuid.
+    # The next reports and sync keep every instance and its uuid.
     before = mdev_handles(lite.db)
-    assert cloud.report().writes == 0
+    cloud.report_renames_the_region()
+    cloud.assert_adopted(lite)
     inventory_apply.apply_document(lite.db, cloud.document)
     assert mdev_handles(lite.db) == before
     got, _ = bind_new(lite, cloud.region_rp, cloud.host, 3)
@@ -271,4 +286,6 @@ def test_vgpu_imported_first_reserves_what_cyborg_uses_until_adopted(
     lines = inventory_ironic.adopt_imported(
         lite.db, placement_client.Client(cloud.conn))
     assert any("in one reshaper call" in line for line in lines), lines
+    cloud.assert_adopted(lite)
+    cloud.report_renames_the_region()
     cloud.assert_adopted(lite)

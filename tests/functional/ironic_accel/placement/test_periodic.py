@@ -155,3 +155,30 @@ def test_a_changed_document_is_reported_at_once(every, ironic_conf,
     BODY(mixin, _task(changed), None, None)
     assert _requests(ironic_conf) > before
     assert len(_providers(placement_conn, root_uuid)) < 5
+
+
+def test_a_held_name_is_taken_on_the_next_pass(every, ironic_conf,
+                                               placement_conn, compute_node):
+    every(100)
+    root_uuid, host = compute_node
+    doc = documents.document(host)
+    name = f"{host}_{doc['devices'][0]['pci_address']}"
+    resp = placement_conn.placement.post("/resource_providers", json={
+        "name": name, "parent_provider_uuid": root_uuid},
+        microversion="1.39")
+    assert resp.status_code == 200, resp.text
+    mixin = periodic.PlacementReportMixin()
+    BODY(mixin, _task(doc), None, None)
+    rp_uuid = doc["devices"][0]["regions"][0]["rp_uuid"]
+    url = f"/resource_providers/{rp_uuid}"
+    assert placement_conn.placement.get(
+        url, microversion="1.39").json()["name"] != name
+    # The holder goes; the next pass, not a full one, renames the region.
+    placement_conn.placement.delete(
+        f"/resource_providers/{resp.json()['uuid']}", microversion="1.39")
+    BODY(mixin, _task(doc), None, None)
+    assert placement_conn.placement.get(
+        url, microversion="1.39").json()["name"] == name
+    before = _requests(ironic_conf)
+    BODY(mixin, _task(doc), None, None)
+    assert _requests(ironic_conf) == before

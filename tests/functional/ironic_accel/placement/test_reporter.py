@@ -388,14 +388,17 @@ def test_flat_host_is_not_reported_twice(placement_conn, compute_node):
     assert client.writes == 0
 
 
-def test_name_taken_by_another_provider_is_a_clear_error(placement_conn,
-                                                         compute_node):
+def test_name_taken_by_a_foreign_provider_is_waited_for(placement_conn,
+                                                        compute_node):
+    # A provider without OWNER_CYBORG (an operator's) has the name.
     root_uuid, host = compute_node
     doc = documents.document(host)
     device = doc["devices"][0]
     resp = placement_conn.placement.post("/resource_providers", json={
         "name": f"{host}_{device['pci_address']}"}, microversion=MV)
     assert resp.status_code == 200, resp.text
-    with pytest.raises(accel_exception.ReportError,
-                       match="another provider already has that name"):
-        reporter.report(placement_client.Client(placement_conn), doc)
+    result = reporter.report(placement_client.Client(placement_conn), doc)
+    rp_uuid = device["regions"][0]["rp_uuid"]
+    assert result.held == [rp_uuid] and len(result.created) == 4
+    assert _children(placement_conn, root_uuid)[rp_uuid]["name"] == (
+        tree.held_name(f"{host}_{device['pci_address']}"))

@@ -13,6 +13,7 @@
 import copy
 import json
 import os
+import uuid
 
 import os_traits
 import pytest
@@ -219,3 +220,22 @@ def test_merge_inventory_keeps_the_spec_class_while_handles_are_unknown(
     doc["devices"][1]["regions"][0]["attach_handles"] = [
         {"type": "PCI", "pci_address": "0000:af:00.0"}]
     assert set(tree.merge_inventory(current, _provider(doc, 1))) == {"PGPU"}
+
+
+def test_held_name_fits_placements_limit():
+    assert tree.held_name("c1_0000:af:00.0") == (
+        "c1_0000:af:00.0" + tree.HELD_NAME_SUFFIX)
+    long = "h" * tree.MAX_NAME_LENGTH
+    held = tree.held_name(long)
+    assert len(held) == tree.MAX_NAME_LENGTH
+    assert held.endswith(tree.HELD_NAME_SUFFIX)
+
+
+def test_foreign_providers_are_cyborgs_and_those_without_owner_cyborg():
+    name = "c1_0000:af:00.0"
+    cyborg = {"uuid": str(uuid.uuid3(uuid.NAMESPACE_DNS, name)),
+              "name": name}
+    other = {"uuid": str(uuid.uuid4()), "name": name}
+    assert tree.is_foreign_provider(cyborg, {"OWNER_CYBORG"})
+    assert tree.is_foreign_provider(other, {"CUSTOM_RACK_A"})
+    assert not tree.is_foreign_provider(other, {"OWNER_CYBORG"})
