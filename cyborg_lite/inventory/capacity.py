@@ -103,9 +103,7 @@ def set_capacity(client, rp_uuid, resource_class, count, retries=4):
 
     return client.retry_on_conflict(
         write, retries, rp_uuid, "its capacity was written",
-        gave_up=lambda conflict: exception.CapacityError(
-            f"provider {rp_uuid} kept changing: gave up after "
-            f"{retries + 1} attempts"))
+        gave_up=_gave_up(rp_uuid, retries))
 
 
 def set_region_traits(client, rp_uuid, traits, replaced=frozenset(),
@@ -124,26 +122,14 @@ def set_region_traits(client, rp_uuid, traits, replaced=frozenset(),
     :raises CapacityError: after ``retries + 1`` generation conflicts.
     :raises accel_common.exception.PlacementError: any other refusal.
     """
-    def write():
-        try:
-            generation, current = client.traits(rp_uuid)
-        except common_exception.PlacementError as exc:
-            if exc.status == 404:
-                return ABSENT
-            raise
-        want = (set(current) - set(replaced)) | set(traits)
-        if want == set(current):
-            return UNCHANGED
-        client.set_traits(rp_uuid, generation, want)
+    result = _rewrite_traits(
+        client, rp_uuid,
+        lambda current: (current - set(replaced)) | set(traits),
+        "its traits were written", retries)
+    if result == UPDATED:
         LOG.info("Provider %s: traits %s (found in-band)", rp_uuid,
                  ", ".join(sorted(traits)))
-        return UPDATED
-
-    return client.retry_on_conflict(
-        write, retries, rp_uuid, "its traits were written",
-        gave_up=lambda conflict: exception.CapacityError(
-            f"provider {rp_uuid} kept changing: gave up after "
-            f"{retries + 1} attempts"))
+    return result
 
 
 def remove_traits(client, rp_uuid, traits, retries=4):
@@ -153,6 +139,22 @@ def remove_traits(client, rp_uuid, traits, retries=4):
     :raises CapacityError: after ``retries + 1`` generation conflicts.
     :raises accel_common.exception.PlacementError: any other refusal.
     """
+    result = _rewrite_traits(client, rp_uuid,
+                             lambda current: current - set(traits),
+                             "its traits were removed", retries)
+    if result == UPDATED:
+        LOG.info("Provider %s: traits %s removed (the region's handles "
+                 "or device spec no longer give them)", rp_uuid,
+                 ", ".join(sorted(traits)))
+    return result
+
+
+def _rewrite_traits(client, rp_uuid, rewrite, what, retries):
+    """Write ``rewrite(current traits)`` as ``rp_uuid``'s traits when it
+    differs, retried on generation conflicts.
+
+    :returns: :data:`UPDATED`, :data:`UNCHANGED` or :data:`ABSENT`.
+    """
     def write():
         try:
             generation, current = client.traits(rp_uuid)
@@ -160,19 +162,15 @@ def remove_traits(client, rp_uuid, traits, retries=4):
             if exc.status == 404:
                 return ABSENT
             raise
-        if not set(current) & set(traits):
+        want = rewrite(set(current))
+        if want == set(current):
             return UNCHANGED
-        client.set_traits(rp_uuid, generation, set(current) - set(traits))
-        LOG.info("Provider %s: traits %s removed (the region's handles "
-                 "or device spec no longer give them)", rp_uuid,
-                 ", ".join(sorted(traits)))
+        client.set_traits(rp_uuid, generation, want)
         return UPDATED
 
     return client.retry_on_conflict(
-        write, retries, rp_uuid, "its traits were removed",
-        gave_up=lambda conflict: exception.CapacityError(
-            f"provider {rp_uuid} kept changing: gave up after "
-            f"{retries + 1} attempts"))
+        write, retries, rp_uuid, what,
+        gave_up=_gave_up(rp_uuid, retries))
 
 
 def drop_physnets(client, summary):
@@ -240,3 +238,9 @@ def offer_handles(client, document, regions):
                             document["host"], region["rp_uuid"], exc)
                 outcomes[region["rp_uuid"]] = f"failed: {exc}"
     return outcomes
+
+
+def _gave_up(rp_uuid, retries):
+    return lambda conflict: exception.CapacityError(
+        f"provider {rp_uuid} kept changing: gave up after {retries + 1} "
+        f"attempts")
