@@ -18,7 +18,9 @@ Placed just inside oslo.middleware's ``RequestId`` (which sets
 header, ``openstack.global_request_id``), it makes a context naming both
 the current one of this thread before anything else runs, so every line of
 the request carries them, the lines of authentication and body limits
-included; the app later replaces it with the full context. With Nova's
+included; the app later replaces it with the full context. It is
+forgotten once the answer is closed (after what the app runs on close), so
+the worker's own lines between requests carry no stale ids. With Nova's
 global request id an operator finds a boot's requests in the API's log
 (and in the agent's: :mod:`cyborg_lite.agent.rpcapi` sends the ids).
 """
@@ -54,10 +56,14 @@ class RequestLog:
             return start_response(line, headers, exc_info)
 
         try:
-            return self.application(environ, recording_start_response)
+            answer = self.application(environ, recording_start_response)
+        except BaseException:
+            context.clear()
+            raise
         finally:
             self._log(environ, status[-1] if status else "-",
                       time.monotonic() - started)
+        return _Closing(answer)
 
     @staticmethod
     def _log(environ, status, seconds):
@@ -67,3 +73,21 @@ class RequestLog:
         level = (logging.DEBUG if path in QUIET_PATHS else logging.INFO)
         LOG.log(level, '"%s %s" status: %s time: %.3f',
                 environ.get("REQUEST_METHOD"), uri, status, seconds)
+
+
+class _Closing:
+    """The app's answer, forgetting the request's context once closed."""
+
+    def __init__(self, answer):
+        self._answer = answer
+
+    def __iter__(self):
+        return iter(self._answer)
+
+    def close(self):
+        try:
+            close = getattr(self._answer, "close", None)
+            if close is not None:
+                close()
+        finally:
+            context.clear()

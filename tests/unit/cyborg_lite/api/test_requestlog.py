@@ -41,11 +41,13 @@ def _serve(path, status="202 Accepted", query=""):
 
     wrapped = request_id.RequestId(requestlog.RequestLog(app))
     answers = []
-    wrapped({"REQUEST_METHOD": "PATCH", "PATH_INFO": path,
+    answer = wrapped({"REQUEST_METHOD": "PATCH", "PATH_INFO": path,
              "QUERY_STRING": query, "SERVER_NAME": "x", "SERVER_PORT": "80",
              "wsgi.url_scheme": "http",
              "HTTP_X_OPENSTACK_REQUEST_ID": GLOBAL},
             lambda s, h, e=None: answers.append(dict(h)))
+    list(answer)
+    answer.close()
     return seen[0], answers[0]["x-openstack-request-id"]
 
 
@@ -68,3 +70,9 @@ def test_healthcheck_is_logged_at_debug_only(caplog):
     _serve("/healthcheck", status="200 OK")
 
     assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+
+
+def test_the_ids_are_forgotten_once_the_answer_is_closed():
+    _serve("/v2/device_profiles", status="200 OK")
+
+    assert oslo_context.get_current() is None
