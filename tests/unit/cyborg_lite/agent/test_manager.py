@@ -15,7 +15,6 @@
 import threading
 import time
 
-from oslo_context import context as oslo_context
 import pytest
 
 from cyborg_lite.agent import exception
@@ -209,22 +208,3 @@ def test_mdev_calls_reach_the_gpu_driver_by_parent_address(tmp_path):
     assert create.read_text() == mdev
     assert agent.remove_mdev({}, pci_address="0000:41:00.4",
                              mdev_uuid=mdev)["removed"] is False
-
-
-def test_a_call_runs_with_the_callers_request_ids_then_forgets_them(
-        agent):
-    seen = []
-    driver = agent._drivers["sim"]
-    discover = driver.discover
-
-    def watched():
-        seen.append(oslo_context.get_current())
-        return discover()
-
-    driver.discover = watched
-    agent.discover({"request_id": "req-local", "global_request_id":
-                    "req-global"})
-
-    assert (seen[0].request_id, seen[0].global_request_id) == (
-        "req-local", "req-global")
-    assert oslo_context.get_current() is None
