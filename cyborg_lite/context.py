@@ -11,7 +11,8 @@
 # under the License.
 
 
-"""The request context: who is calling, built from the WSGI environment."""
+"""The request context: who is calling, built from the WSGI environment,
+and the ids that follow one request into every log line and to the agent."""
 
 from oslo_context import context
 
@@ -70,3 +71,69 @@ def from_environ(environ, conf):
             ctx.service_roles = list(conf.noauth.default_service_roles)
         ctx.roles = _expand(ctx.roles)
     return ctx
+
+
+#: what a context carries to the agent: the ids and who asked, the ones
+#: oslo.log's ``logging_context_format_string`` prints (never the token).
+RPC_KEYS = ("request_id", "global_request_id", "user", "project_id",
+            "domain", "user_domain", "project_domain")
+
+
+def track(request_id, global_request_id=None):
+    """Make a context naming only a request's ids this thread's current
+    one, so every log line from here on carries them (before the full
+    context of :func:`from_environ` exists).
+
+    :returns: that context.
+    """
+    return context.RequestContext(request_id=request_id,
+                                  global_request_id=global_request_id,
+                                  overwrite=True)
+
+
+def carry(function):
+    """``function`` made to run with this thread's current context, for
+    work handed to a thread pool: the pool's thread then logs with the
+    ids of the request that asked for it."""
+    current = context.get_current()
+
+    def run(*args, **kwargs):
+        if current is not None:
+            current.update_store()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            clear()
+
+    return run
+
+
+def for_rpc():
+    """The current request's ids as an RPC context (a dict); ``{}``
+    outside a request."""
+    current = context.get_current()
+    if current is None:
+        return {}
+    values = current.to_dict()
+    return {key: values[key] for key in RPC_KEYS if values.get(key)}
+
+
+def adopt(rpc_context):
+    """Make the context an RPC call carries (:func:`for_rpc`) the current
+    one of this thread, so the agent's log lines of that call carry the
+    request's ids; an empty one clears what an earlier call left.
+
+    :returns: the context, or None.
+    """
+    if not isinstance(rpc_context, dict) or not rpc_context:
+        clear()
+        return None
+    return context.RequestContext.from_dict(rpc_context, overwrite=True)
+
+
+def clear():
+    """Forget this thread's current context (after a call it served)."""
+    # NOTE(cyborg_lite): oslo.context has no public way to forget it, and
+    # a fresh empty context would print a made-up request id; a thread of
+    # the agent's pool serves calls with and without a request in turn.
+    vars(context._request_store).pop("context", None)

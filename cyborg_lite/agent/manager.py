@@ -15,7 +15,9 @@
 Every method answers a plain JSON-able dict. Errors are exceptions of
 :mod:`cyborg_lite.agent.exception`; anything else a driver raises is wrapped
 into :class:`~cyborg_lite.agent.exception.AgentError` so the caller always
-gets a message it can put into a ``BindFailed`` reason.
+gets a message it can put into a ``BindFailed`` reason. While a method runs,
+the context the API sent (the ids of the request it serves) is this thread's
+current one, so every log line of the call carries them.
 """
 
 import functools
@@ -25,6 +27,7 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
+from cyborg_lite import context
 from cyborg_lite.agent import drivers
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import images
@@ -39,6 +42,8 @@ RPC_API_VERSION = "1.0"
 def _wrap_errors(method):
     @functools.wraps(method)
     def wrapper(self, ctxt, **kwargs):
+        context.adopt(ctxt)
+        LOG.debug("%s(%s) asked", method.__name__, kwargs)
         try:
             return method(self, ctxt, **kwargs)
         except exception.AgentError as exc:
@@ -50,6 +55,8 @@ def _wrap_errors(method):
             raise exception.AgentError(
                 reason=f"{method.__name__} on {self.host}: "
                        f"{type(exc).__name__}: {exc}")
+        finally:
+            context.clear()
     return wrapper
 
 

@@ -17,11 +17,14 @@ agent) and carries a timeout *and* a bounded broker retry, so an unreachable
 broker or a dead agent fails the caller quickly with a clear
 :mod:`~cyborg_lite.agent.exception` error instead of hanging it. Long calls
 (programming) also carry a heartbeat timeout: an agent that dies mid-way is
-noticed within ``[agent] rpc_heartbeat_timeout`` seconds.
+noticed within ``[agent] rpc_heartbeat_timeout`` seconds. Each call carries
+the ids of the request it serves (:func:`cyborg_lite.context.for_rpc`), so
+the agent's log lines of that call carry them too.
 """
 
 import oslo_messaging
 
+from cyborg_lite import context
 from cyborg_lite.agent import exception
 from cyborg_lite.agent import transport as agent_transport
 
@@ -89,7 +92,7 @@ class AgentAPI:
         self._check_broker(host, method, retry)
         cctxt = self.client.prepare(**prepare)
         try:
-            result = cctxt.call({}, method, **kwargs)
+            result = cctxt.call(context.for_rpc(), method, **kwargs)
             self._broker_checked = True
             return result
         except oslo_messaging.MessagingTimeout:

@@ -25,6 +25,7 @@ import webob.dec
 from cyborg_lite import exception
 from cyborg_lite.api import errors
 from cyborg_lite.api import health
+from cyborg_lite.api import requestlog
 from cyborg_lite.metrics import endpoint as metrics_endpoint
 
 LOG = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ def wrap(wsgi_app, conf, services, public_paths):
     # NOTE(cyborg_lite): listed from the inside out: a request meets
     # RequestId first, so every answer, even a 401, 413 or /healthcheck,
     # carries x-openstack-request-id and every log line of the request
-    # its id; then the proxy's headers are applied (scheme, host and
+    # its id and the caller's global request id (requestlog);
+    # then the proxy's headers are applied (scheme, host and
     # prefix the links use), CORS answers preflights, /healthcheck is
     # served without a body or a token, /metrics by who may scrape it,
     # an announced body over the limit is refused before authentication
@@ -98,6 +100,7 @@ def wrap(wsgi_app, conf, services, public_paths):
         (bool(conf.cors.allowed_origin), lambda app: cors.CORS(app, conf)),
         (conf.oslo_middleware.enable_proxy_headers_parsing,
          lambda app: http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)),
+        (True, requestlog.RequestLog),
         (True, request_id.RequestId),
     ]
     for wanted, layer in layers:
