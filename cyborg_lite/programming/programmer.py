@@ -50,6 +50,7 @@ from accel_common import inventory
 from accel_common.placement import tree
 from cyborg_lite import arq_states
 from cyborg_lite import binding
+from cyborg_lite import context
 from cyborg_lite import exception
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import rpcapi
@@ -300,18 +301,29 @@ class Programmer:
             while it is silent, see :mod:`~.agent_watch`).
         """
         refused = []
-        for job in jobs:
-            if job is None or job.reset:
-                continue
-            try:
-                self.watch.call(job.host, lambda job=job: (
-                    self.agent_api().find_image(
-                        self.agent_host(job.host),
-                        bitstream_id=job.bitstream_id,
-                        function_id=job.function_id,
-                        timeout=self.conf.programming.image_check_timeout)))
-            except Exception as error:
-                refused.append((job, error))
+        checked = [job for job in jobs if job is not None and not job.reset]
+        # NOTE(cyborg_lite): renew the regions' leases while the agent is
+        # asked (up to image_check_timeout), or another worker's reconciler
+        # takes them for stale; launch() renews them again.
+        ids = {region_id for job in checked for region_id in job.ids}
+        with self._lock:
+            ids -= self._owned
+            self._owned.update(ids)
+        try:
+            for job in checked:
+                try:
+                    self.watch.call(job.host, lambda job=job: (
+                        self.agent_api().find_image(
+                            self.agent_host(job.host),
+                            bitstream_id=job.bitstream_id,
+                            function_id=job.function_id,
+                            timeout=(self.conf.programming
+                                     .image_check_timeout))))
+                except Exception as error:
+                    refused.append((job, error))
+        finally:
+            with self._lock:
+                self._owned.difference_update(ids)
         return refused
 
     def abandon(self, job, reason):
@@ -351,7 +363,9 @@ class Programmer:
                     max_workers=self.conf.programming.workers,
                     thread_name_prefix="programming")
             executor = self._executor
-        return [executor.submit(self.run, job) for job in jobs]
+        # NOTE(cyborg_lite): the run logs with its request's ids.
+        return [executor.submit(context.carry(self.run), job)
+                for job in jobs]
 
     def prepare(self, deployable_uuid, function_id=None, bitstream_id=None,
                 reset=False, allowed=regions.ADMIN_STARTABLE):

@@ -108,6 +108,9 @@ def _options_for(caption):
         return _nova_options()
     if name == "cyborg-lite-dra.conf":
         return _namespace_options(DRA_PLUGIN)
+    if name == "logging.conf":
+        # NOTE(tests): Python's logging.config file format, not oslo's.
+        return None
     if parent in ("neutron", "ml2"):
         # NOTE(tests): Neutron is not installed beside the project (its
         # own venv runs the real-Neutron tests, which run these settings):

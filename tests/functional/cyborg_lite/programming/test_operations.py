@@ -209,6 +209,12 @@ def test_one_boot_followed_by_its_global_request_id(cloud):
                    if global_id in line]
     assert any("find_image" in line and local_id in line
                for line in agent_lines), cloud.agent.log()
+    # The programming run, in a thread of its own after the PATCH was
+    # answered, and the agent's program_region carry the same ids.
+    assert any(" now; bound " in r["message"] for r in mine), [
+        r["message"] for r in mine]
+    assert any("program_region" in line and local_id in line
+               for line in agent_lines), cloud.agent.log()
 
 
 def test_a_malformed_global_request_id_is_ignored(cloud):
