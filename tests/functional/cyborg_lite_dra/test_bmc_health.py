@@ -65,9 +65,9 @@ def _refresh(bmc, cyborg_lite):
 
 
 def _devices(kube_apiserver, node):
-    (slice_,) = [s for s in kube_apiserver.slices.values()
-                 if s["spec"]["nodeName"] == node]
-    return slice_["spec"]["devices"]
+    """The devices of the node's one slice (none before it is published)."""
+    return [d for s in kube_apiserver.slices.values()
+            if s["spec"]["nodeName"] == node for d in s["spec"]["devices"]]
 
 
 @pytest.mark.parametrize("health, effect", [("Critical", "NoExecute"),
