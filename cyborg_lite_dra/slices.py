@@ -49,9 +49,6 @@ TAINTS = {MAINTAINING: ("maintaining", "NoSchedule"),
           ERROR: ("error", "NoSchedule"),
           WARNING: ("unhealthy", "NoSchedule"),
           CRITICAL: ("unhealthy", "NoExecute")}
-#: Health values whose device is left out of the slices when they carry
-#: no taints: cyborg_lite schedules nothing to a region in error.
-WITHDRAWN = (ERROR,)
 #: The taint of a device whose every unit VMs hold (in Placement).
 HELD_BY_VMS = ("held-by-vms", "all-units", "NoSchedule")
 
@@ -161,7 +158,9 @@ def _units(devices, driver, taints, partitionable):
     units = []
     for device in devices:
         if not taints and (held_by_vms(device)
-                           or health(device) in WITHDRAWN):
+                           or device.region_state == ERROR):
+            # NOTE(dra): cyborg_lite binds nothing to a region in error;
+            # offering it would only fail the claim at prepare.
             continue
         entry = device_entry(device, driver, taints)
         shares = inventory.partitions(device) if partitionable else []

@@ -244,8 +244,10 @@ def test_a_partitioned_region_vms_fill_is_withdrawn_or_tainted():
     assert kube_apiserver.validate_slice(body) == []
 
 
-def test_a_region_in_error_is_withdrawn_without_taints():
-    broken = _device(1, region_state="error")
+@pytest.mark.parametrize("overrides", [{}, {"device_health": "Critical"},
+                                       {"gone": True}])
+def test_a_region_in_error_is_withdrawn_without_taints(overrides):
+    broken = _device(1, region_state="error", **overrides)
     (body,) = slices.desired([_device(0), broken], DRIVER, "n", 1)
     assert [d["name"] for d in body["spec"]["devices"]] == [
         _device(0).name]
