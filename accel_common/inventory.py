@@ -33,6 +33,11 @@ carries besides those its identity gives it: the host agent's, from the
 operator's device spec. A reader that predates the field refuses such a
 document, naming the field, rather than misreading it.
 
+A device's ``health`` (optional, every version) is what its BMC reports of
+it (Redfish ``Status.Health``: ``OK``, ``Warning`` or ``Critical``; null or
+absent when the BMC says nothing). Like ``traits``, a reader that predates
+it refuses the document, naming the field.
+
 A ``PCI`` attach handle is listed once in the document; an ``MDEV`` handle
 is listed once per vGPU instance its parent can hold of its type (every
 version: the instances are alike, their count is what the list says).
@@ -70,6 +75,9 @@ RP_NAMESPACE = uuid.UUID("6c5d0a3e-4b8e-5f0a-9d2e-a11ce1e7a0c5")
 DEVICE_TYPES = ("FPGA", "GPU", "NIC", "QAT", "AICHIP", "SSD", "NVME", "PCI")
 
 PROGRAM_MODES = ("dynamic", "single")
+
+#: A device's ``health`` values (Redfish ``Status.Health``).
+HEALTH_VALUES = ("OK", "Warning", "Critical")
 
 _PCI_ADDRESS = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 _HEX_ID = r"^0x[0-9a-fA-F]{4}$"
@@ -123,6 +131,7 @@ _DEVICE_1_0 = {
         "pci_address": {"type": "string", "pattern": _PCI_ADDRESS},
         "redfish_uri": {"type": ["string", "null"], "maxLength": 255},
         "firmware_version": {"type": ["string", "null"], "maxLength": 255},
+        "health": {"enum": [*HEALTH_VALUES, None]},
         "program_mode": {"enum": list(PROGRAM_MODES)},
         "regions": {"type": "array", "minItems": 1, "items": _REGION},
     },

@@ -34,9 +34,11 @@ DELETING = "Deleting"
 RESOLVED = (BOUND, BIND_FAILED, DELETING)
 BINDABLE = ("Initial", "Unbound")
 
-#: The microversion from which devices carry ``status`` (``enabled`` or
-#: ``maintaining``).
-DEVICE_STATUS_VERSION = {"OpenStack-API-Version": "accelerator 2.3"}
+#: The microversion the inventory reads ask for: devices carry ``status``
+#: (``enabled`` or ``maintaining``, from 2.3) and ``health`` (the BMC's
+#: ``OK``, ``Warning`` or ``Critical``, from 2.4), deployables ``state``
+#: (``ready``, ``programming`` or ``error``, from 2.4).
+INVENTORY_VERSION = {"OpenStack-API-Version": "accelerator 2.4"}
 
 
 class CyborgError(Exception):
@@ -116,16 +118,17 @@ class Client:
         return items
 
     def devices(self, hostname):
-        """The devices of ``hostname``, with their ``status`` (microversion
-        2.3)."""
+        """The devices of ``hostname``, with their ``status`` and
+        ``health`` (microversion 2.4)."""
         query = urllib.parse.urlencode({"hostname": hostname})
         return self._pages("listing devices", f"/devices?{query}", "devices",
-                           headers=DEVICE_STATUS_VERSION)
+                           headers=INVENTORY_VERSION)
 
     def deployables(self):
-        """Every deployable (regions and whole cards)."""
+        """Every deployable (regions and whole cards), with its ``state``
+        (microversion 2.4)."""
         return self._pages("listing deployables", "/deployables",
-                           "deployables")
+                           "deployables", headers=INVENTORY_VERSION)
 
     def create_arqs(self, device_profile):
         """POST /accelerator_requests; returns the new ARQs."""

@@ -34,7 +34,10 @@ from cyborg_lite_dra import functions
 #: ``pci_bus_id`` the function a container gets when it is known before
 #: the bind (a whole card), else None; ``region`` is None for a whole card;
 #: ``device_status`` is cyborg_lite's (``enabled`` or ``maintaining``),
-#: ``gone`` whether Placement marks the device vanished; ``partition`` the
+#: ``gone`` whether Placement marks the device vanished; ``region_state``
+#: the deployable's (``ready``, ``programming`` or ``error``),
+#: ``device_health`` what the card's BMC reports (``OK``, ``Warning``,
+#: ``Critical``; None when nothing); ``partition`` the
 #: index of a one-handle share of a deployable (:func:`partitions`), else
 #: None; ``free`` the units of its provider that VMs leave (Placement's
 #: ``total - reserved`` less what other consumers than claims hold), None
@@ -43,8 +46,9 @@ NodeDevice = collections.namedtuple("NodeDevice", [
     "name", "rp_uuid", "deployable_uuid", "type", "vendor_id", "product_id",
     "pci_address", "region", "resource_class", "bitstream_id",
     "num_accelerators", "model", "function_trait", "pci_bus_id",
-    "device_uuid", "device_status", "gone", "partition", "free"],
-    defaults=[None, None, None, None, False, None, None])
+    "device_uuid", "device_status", "gone", "partition", "free",
+    "region_state", "device_health"],
+    defaults=[None, None, None, None, False, None, None, None, None])
 
 #: Resource classes whose handles are mediated devices of the card (their
 #: parent function is the card).
@@ -216,7 +220,9 @@ def node_devices(client, hostname):
                 model=device.get("model"),
                 pci_bus_id=_function(device, board, group, attrs),
                 device_uuid=device.get("uuid"),
-                device_status=device.get("status")))
+                device_status=device.get("status"),
+                region_state=deployable.get("state"),
+                device_health=device.get("health")))
     return sorted(found, key=lambda d: d.name)
 
 

@@ -41,8 +41,14 @@ PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 HEALTHY = "ok"
 MAINTAINING = "maintaining"
 GONE = "gone"
+ERROR = "error"
+WARNING = "warning"
+CRITICAL = "critical"
 TAINTS = {MAINTAINING: ("maintaining", "NoSchedule"),
-          GONE: ("gone", "NoExecute")}
+          GONE: ("gone", "NoExecute"),
+          ERROR: ("error", "NoSchedule"),
+          WARNING: ("unhealthy", "NoSchedule"),
+          CRITICAL: ("unhealthy", "NoExecute")}
 #: The taint of a device whose every unit VMs hold (in Placement).
 HELD_BY_VMS = ("held-by-vms", "all-units", "NoSchedule")
 
@@ -54,12 +60,22 @@ def held_by_vms(device):
 
 
 def health(device):
-    """``gone`` (Placement marks its device vanished), ``maintaining``
-    (an operator disabled its device in cyborg_lite) or ``ok``."""
+    """What stops a device being used, worst first: ``gone`` (Placement
+    marks its device vanished), ``critical`` (its card's BMC reports
+    ``Critical``), ``error`` (cyborg_lite's region state: a programming
+    failed), ``maintaining`` (an operator disabled its device in
+    cyborg_lite), ``warning`` (the BMC reports ``Warning``); else ``ok``.
+    """
     if device.gone:
         return GONE
+    if device.device_health == "Critical":
+        return CRITICAL
+    if device.region_state == ERROR:
+        return ERROR
     if device.device_status == MAINTAINING:
         return MAINTAINING
+    if device.device_health == "Warning":
+        return WARNING
     return HEALTHY
 
 
@@ -73,11 +89,14 @@ def device_entry(device, driver=None, taints=False):
     ``resource.kubernetes.io/pciBusID`` is the function the container
     gets, published only where it is known before the bind (a whole card);
     ``cardPCIBusID`` is the card's address on every device. ``health``
-    says whether the device may be used; with ``taints`` (clusters with
-    the ``DRADeviceTaints`` feature gate) an unhealthy device also carries
-    a taint ``<driver>/maintaining`` (NoSchedule) or ``<driver>/gone``
-    (NoExecute: pods using it are evicted); one whose every unit VMs
-    hold carries ``<driver>/held-by-vms`` (NoSchedule: its pods stay).
+    says whether the device may be used (:func:`health`); with ``taints``
+    (clusters with the ``DRADeviceTaints`` feature gate) an unhealthy
+    device also carries a taint: ``<driver>/maintaining``,
+    ``<driver>/error`` or ``<driver>/unhealthy`` (value ``warning``)
+    NoSchedule, ``<driver>/unhealthy`` (value ``critical``) or
+    ``<driver>/gone`` NoExecute (pods using it are evicted); one whose
+    every unit VMs hold carries ``<driver>/held-by-vms`` (NoSchedule: its
+    pods stay).
     """
     attributes = {
         "type": _string(device.type),
@@ -131,13 +150,17 @@ def _units(devices, driver, taints, partitionable):
     set with the whole deployable and its shares, which must share a
     slice; else one device each.
 
-    A device whose every unit VMs hold is left out (tainted instead with
-    ``taints``). A partitioned one some of whose units VMs hold has as
-    many handles in its counter as VMs leave, and its whole is left out.
+    A device whose every unit VMs hold, or whose region is in error, is
+    left out (tainted instead with ``taints``). A partitioned one some of
+    whose units VMs hold has as many handles in its counter as VMs leave,
+    and its whole is left out.
     """
     units = []
     for device in devices:
-        if held_by_vms(device) and not taints:
+        if not taints and (held_by_vms(device)
+                           or device.region_state == ERROR):
+            # NOTE(dra): cyborg_lite binds nothing to a region in error;
+            # offering it would only fail the claim at prepare.
             continue
         entry = device_entry(device, driver, taints)
         shares = inventory.partitions(device) if partitionable else []

@@ -272,6 +272,24 @@ def _processor_vendor_id(proc):
     return _hex_id(proc.processor_vendor_id)
 
 
+#: Redfish ``Status.Health`` values, best first.
+_HEALTH_ORDER = inventory.HEALTH_VALUES
+
+
+def _health(*resources):
+    """The worst ``Status.Health`` the resources (a Processor, a PCIe
+    device or network adapter; None skipped) report, as the inventory
+    document writes it; None when none reports one."""
+    found = []
+    for resource in resources:
+        status = (getattr(resource, "status", None)
+                  if resource is not None else None)
+        value = getattr(getattr(status, "health", None), "value", None)
+        if value in _HEALTH_ORDER:
+            found.append(_HEALTH_ORDER.index(value))
+    return _HEALTH_ORDER[max(found)] if found else None
+
+
 def _describe_device(node_uuid, device_id, device_type, proc, device,
                      functions, version):
     function = _physical_function(functions)
@@ -283,7 +301,7 @@ def _describe_device(node_uuid, device_id, device_type, proc, device,
     program_mode, regions = _regions(node_uuid, device_id, device_type,
                                      proc)
     fpga = proc.fpga if proc is not None else None
-    return {
+    entry = {
         "id": device_id,
         "type": device_type,
         "vendor_id": vendor_id,
@@ -303,6 +321,13 @@ def _describe_device(node_uuid, device_id, device_type, proc, device,
         "program_mode": program_mode,
         "regions": regions,
     }
+    health = _health(proc, device)
+    if health is not None:
+        # NOTE(ironic-accel): written only when the BMC says something, so
+        # a document of a BMC without Status stays readable by a
+        # cyborg_lite that predates the field.
+        entry["health"] = health
+    return entry
 
 
 def _is_sriov_nic(reading):

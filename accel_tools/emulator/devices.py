@@ -26,6 +26,9 @@ import re
 DEVICE_TYPES = ("CPU", "GPU", "FPGA", "DSP", "Accelerator", "OEM", "NIC")
 #: The most virtual functions one physical function of a NIC may offer.
 MAX_VFS = 128
+#: A device's ``health``: the Redfish ``Status.Health`` its Processor,
+#: PCIe device or network adapter reports.
+HEALTH_VALUES = ("OK", "Warning", "Critical")
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.]+$")
 _HEX_RE = re.compile(r"^0x[0-9a-fA-F]{4}$")
@@ -120,6 +123,10 @@ def normalize_device(spec, where="device"):
              % (where, ", ".join(DEVICE_TYPES), dev.get("type")))
     dev.setdefault("manufacturer", "Emulated")
     dev.setdefault("model", "Emulated %s" % dev["type"])
+    dev.setdefault("health", "OK")
+    _require(dev["health"] in HEALTH_VALUES,
+             "%s: health must be one of %s, got %r"
+             % (where, ", ".join(HEALTH_VALUES), dev["health"]))
     if dev["type"] == "CPU":
         return dev
     for field in ("vendor_id", "device_id"):
@@ -196,6 +203,11 @@ def normalize_devices(specs, system_id):
     ids = [d["id"] for d in devices]
     _require(len(ids) == len(set(ids)), "system %s: device ids must be unique" % system_id)
     return devices
+
+
+def status(dev):
+    """The Redfish ``Status`` of a device's own resources."""
+    return {"State": "Enabled", "Health": dev.get("health", "OK")}
 
 
 def is_nic(dev):

@@ -70,7 +70,7 @@ def adapter(sid, dev):
         "Name": "%s %s" % (dev["manufacturer"], dev["model"]),
         "Manufacturer": dev["manufacturer"],
         "Model": dev["model"],
-        "Status": _OK,
+        "Status": devices.status(dev),
         "Controllers": [{
             "FirmwarePackageVersion": dev["firmware_version"],
             "ControllerCapabilities": {

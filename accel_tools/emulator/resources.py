@@ -183,7 +183,7 @@ def processor(sid, dev):
         "ProcessorType": dev["type"],
         "Manufacturer": dev["manufacturer"],
         "Model": dev["model"],
-        "Status": _OK,
+        "Status": devices.status(dev),
     }
     if dev["type"] == "CPU":
         doc.update({"Socket": "CPU %s" % dev["id"][3:], "ProcessorArchitecture": "x86",
@@ -296,7 +296,7 @@ def pcie_device(sid, dev):
         "FirmwareVersion": dev["firmware_version"],
         "PCIeInterface": {"PCIeType": "Gen3", "MaxPCIeType": "Gen3",
                           "LanesInUse": 8, "MaxLanes": 8},
-        "Status": _OK,
+        "Status": devices.status(dev),
         "PCIeFunctions": _link(uri + "/PCIeFunctions"),
         "Links": {"Chassis": [_link(chassis_uri(sid))],
                   "PCIeFunctions": functions,

@@ -33,6 +33,7 @@ VERSIONS = [
     "2.1",  # ARQ PATCH may carry /project_id (admins only).
     "2.2",  # GET /v2/device_profiles/{name} works by name.
     "2.3",  # Devices include "status".
+    "2.4",  # Deployables include "state", devices "health".
 ]
 
 
@@ -71,7 +72,7 @@ def parse(header_value):
 
     :raises VersionNotAcceptable: for a value that does not parse (a header
         naming only other services included, as in Cyborg) or a version
-        outside 2.0-2.3, with Cyborg's texts.
+        outside the declared versions, with Cyborg's texts.
     """
     if not header_value or not header_value.strip():
         return MIN_VERSION

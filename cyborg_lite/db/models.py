@@ -73,6 +73,10 @@ class Device(_Timestamps, Base):
                                                 default="enabled")
     #: gone from the inventory while a handle was still in use.
     retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    #: what the inventory document last said of the card's health (its
+    #: BMC's ``Status.Health``: ``OK``, ``Warning``, ``Critical``), NULL
+    #: when it said nothing.
+    health: orm.Mapped[str | None] = orm.mapped_column(sa.String(16))
 
 
 class Deployable(_Timestamps, Base):

@@ -323,6 +323,7 @@ def _sync_device(session, host, doc_device, device, summary):
               "pci_address": doc_device["pci_address"].lower(),
               "program_mode": doc_device["program_mode"],
               "firmware_version": doc_device.get("firmware_version"),
+              "health": doc_device.get("health"),
               "retired": False}
     if device is None:
         device = models.Device(uuid=db_engine.new_uuid(), hostname=host,

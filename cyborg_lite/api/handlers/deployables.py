@@ -20,6 +20,7 @@ import flask
 from cyborg_lite import exception
 from cyborg_lite import policy
 from cyborg_lite.api import common
+from cyborg_lite.api import microversion
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import deployables as schema
 from cyborg_lite.db import attributes as attribute_db
@@ -29,8 +30,9 @@ from cyborg_lite.programming import exception as prog_exception
 
 
 def serialize(deployable, attributes):
-    """The wire form; ``attributes_list`` is a JSON string, as in Cyborg."""
-    return {"uuid": deployable.uuid, "parent_id": deployable.parent_id,
+    """The wire form; ``attributes_list`` is a JSON string, as in Cyborg;
+    ``state`` (the region's) from microversion 2.4."""
+    body = {"uuid": deployable.uuid, "parent_id": deployable.parent_id,
             "root_id": deployable.root_id, "name": deployable.name,
             "num_accelerators": deployable.num_accelerators,
             "device_id": deployable.device_id,
@@ -43,6 +45,9 @@ def serialize(deployable, attributes):
             "updated_at": common.timestamp(deployable.updated_at),
             "links": common.link("deployables", deployable.uuid,
                                  bookmark=True)}
+    if common.version() >= microversion.Version("2.4"):
+        body["state"] = deployable.state
+    return body
 
 
 def _serialize_all(db, deployables):

@@ -29,7 +29,8 @@ from cyborg_lite.programming import providers as region_providers
 
 
 def serialize(device):
-    """The wire form; ``status`` from microversion 2.3."""
+    """The wire form; ``status`` from microversion 2.3, ``health`` (what
+    the BMC last reported, None when nothing) from 2.4."""
     body = {"uuid": device.uuid, "type": device.type,
             "vendor": device.vendor, "model": device.model,
             "std_board_info": json.dumps(device.std_board_info),
@@ -40,6 +41,8 @@ def serialize(device):
             "links": common.link("devices", device.uuid)}
     if common.version() >= microversion.Version("2.3"):
         body["status"] = device.status
+    if common.version() >= microversion.Version("2.4"):
+        body["health"] = device.health
     return body
 
 

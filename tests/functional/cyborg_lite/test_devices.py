@@ -61,6 +61,22 @@ def test_devices_list_filter_and_status_from_2_3(cyborg):
     assert shown["status"] == "enabled"
 
 
+def test_region_state_and_device_health_from_2_4(cyborg):
+    new = headers(project="a", roles="admin", version="2.4")
+    old = cyborg.client.get("/v2/deployables", headers=headers(
+        project="a", roles="admin", version="2.3")).get_json()
+    assert all("state" not in d for d in old["deployables"])
+    deployables = cyborg.client.get("/v2/deployables", headers=new
+                                    ).get_json()["deployables"]
+    assert {d["state"] for d in deployables} == {"ready"}
+    devices = cyborg.client.get("/v2/devices", headers=new).get_json()[
+        "devices"]
+    assert [d["health"] for d in devices] == [None, None]
+    old = cyborg.client.get("/v2/devices", headers=headers(
+        project="a", roles="admin", version="2.3")).get_json()["devices"]
+    assert all("health" not in d for d in old)
+
+
 def test_members_cannot_read_devices(cyborg):
     assert cyborg.client.get("/v2/devices", headers=MEMBER
                              ).status_code == 403

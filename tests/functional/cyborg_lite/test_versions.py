@@ -28,7 +28,7 @@ def test_root_document_links_where_it_was_served(cyborg):
         assert version == body["versions"][0]
         assert version["id"] == "v2"
         assert (version["min_version"], version["max_version"]) == (
-            "2.0", "2.3")
+            "2.0", "2.4")
         href = version["links"][0]["href"]
         assert href == f"http://localhost{prefix}/v2"
         # the link resolves to the v2 document
@@ -41,7 +41,7 @@ def test_v2_document_is_bare_with_version_headers(cyborg):
     assert body["id"] == "v2.0" and body["status"] == "CURRENT"
     assert body["links"][0]["href"] == "http://localhost/accelerator/v2/"
     assert response.headers["OpenStack-API-Minimum-Version"] == "2.0"
-    assert response.headers["OpenStack-API-Maximum-Version"] == "2.3"
+    assert response.headers["OpenStack-API-Maximum-Version"] == "2.4"
     assert response.headers["OpenStack-API-Version"] == "accelerator 2.0"
     assert "OpenStack-API-Version" in response.headers["Vary"]
     root = cyborg.client.get("/")
@@ -51,9 +51,9 @@ def test_v2_document_is_bare_with_version_headers(cyborg):
 @pytest.mark.parametrize("header, expected", [
     ("accelerator 2.2", "accelerator 2.2"),
     ("2.1", "accelerator 2.1"),
-    ("accelerator latest", "accelerator 2.3"),
-    ("Accelerator LATEST", "accelerator 2.3"),
-    ("latest", "accelerator 2.3"),
+    ("accelerator latest", "accelerator 2.4"),
+    ("Accelerator LATEST", "accelerator 2.4"),
+    ("latest", "accelerator 2.4"),
     ("compute 2.80, accelerator 2.3", "accelerator 2.3"),
     ("accelerator 02.1", "accelerator 2.1"),
 ])
@@ -64,7 +64,7 @@ def test_accepted_microversions(cyborg, header, expected):
     assert response.headers["OpenStack-API-Version"] == expected
 
 
-RANGE = "The supported version range is: [2.0, 2.3]."
+RANGE = "The supported version range is: [2.0, 2.4]."
 
 
 # The descriptions real Cyborg 17 answers with (recorded against it with
@@ -72,7 +72,7 @@ RANGE = "The supported version range is: [2.0, 2.3]."
 @pytest.mark.parametrize("header, description", [
     ("accelerator 2.9", "Version 2.9 was requested but the minor version "
                         "is not supported by this service. " + RANGE),
-    ("2.4", "Version 2.4 was requested but the minor version is not "
+    ("2.5", "Version 2.5 was requested but the minor version is not "
             "supported by this service. " + RANGE),
     ("accelerator 3.0", "Mutually exclusive versions requested. Version 3.0 "
                         "requested but not supported by this service. "

@@ -14,11 +14,13 @@
 publishes from real cyborg_lite, every write valid against the upstream
 OpenAPI schema, stable across restarts, current as the inventory changes."""
 
+import os
 import uuid
 
 import pytest
 
 from accel_common import inventory
+from cyborg_lite.agent.drivers import sim
 from cyborg_lite.inventory import apply as inventory_apply
 from tests.functional.cyborg_lite_dra import env
 
@@ -190,6 +192,83 @@ def test_without_device_taints_a_disabled_device_says_so_in_health(
 
     assert not any(d.get("taints") for d in env.wait(maintaining,
                                                       "the health"))
+
+
+def _program(cyborg_lite, rp_uuid, op):
+    status, body = cyborg_lite.call(
+        "GET", f"/v2/deployables?rp_uuid={rp_uuid}", env.ADMIN)
+    assert status == 200, body
+    (deployable,) = body["deployables"]
+    patch = [{"op": op, "path": "/program"}]
+    if op == "add":
+        patch[0]["value"] = [{"function_id": env.FUNCTIONS[0]}]
+    return cyborg_lite.call(
+        "PATCH", f"/v2/deployables/{deployable['uuid']}/program", env.ADMIN,
+        patch)
+
+
+def _break_region(cyborg_lite, rp_uuid):
+    """Program the region with the sim agent failing: it ends in error."""
+    os.makedirs(cyborg_lite.state_dir, exist_ok=True)
+    fault = os.path.join(cyborg_lite.state_dir, sim.FAULT_FILE)
+    with open(fault, "w") as handle:
+        handle.write("bitstream rejected by the card")
+    status, body = _program(cyborg_lite, rp_uuid, "add")
+    assert status >= 400 and "bitstream rejected" in str(body), body
+    os.unlink(fault)
+
+
+def test_a_region_in_error_is_tainted_until_reset(
+        plugin_factory, cyborg_lite, kube_apiserver):
+    plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    _break_region(cyborg_lite, cyborg_lite.rps[1])
+
+    def tainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        by_name = {d["name"]: d for d in slice_["spec"]["devices"]}
+        return by_name["fpga-0000-0f-00-0-r1"].get("taints") and by_name
+
+    by_name = env.wait(tainted, "the taint of the broken region")
+    assert by_name["fpga-0000-0f-00-0-r1"]["taints"] == [{
+        "key": f"{env.DRIVER}/error", "value": "error",
+        "effect": "NoSchedule"}]
+    assert by_name["fpga-0000-0f-00-0-r1"]["attributes"]["health"] == {
+        "string": "error"}
+    assert "taints" not in by_name["fpga-0000-0f-00-0-r0"]
+
+    status, body = _program(cyborg_lite, cyborg_lite.rps[1], "remove")
+    assert status == 200, body
+
+    def untainted():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        devices = slice_["spec"]["devices"]
+        return not any(d.get("taints") for d in devices) and devices
+
+    for device in env.wait(untainted, "the taint gone"):
+        assert device["attributes"]["health"] == {"string": "ok"}
+    assert all(problems == [] for _, _, problems in kube_apiserver.writes)
+
+
+def test_without_device_taints_a_region_in_error_is_withdrawn(
+        plugin, cyborg_lite, kube_apiserver):
+    env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
+    _break_region(cyborg_lite, cyborg_lite.rps[0])
+
+    def withdrawn():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        names = [d["name"] for d in slice_["spec"]["devices"]]
+        return names == ["fpga-0000-0f-00-0-r1"]
+
+    env.wait(withdrawn, "the broken region withdrawn")
+    status, body = _program(cyborg_lite, cyborg_lite.rps[0], "remove")
+    assert status == 200, body
+
+    def back():
+        (slice_,) = _node_slices(kube_apiserver, plugin.node)
+        return len(slice_["spec"]["devices"]) == 2
+
+    env.wait(back, "the region offered again")
 
 
 def _address(arq):

@@ -63,7 +63,7 @@ def test_manage_reports_the_sriov_nic(baremetal, tmp_path):
         "product_id": "0x1017", "vendor": "Mellanox Technologies",
         "model": "ConnectX-5 EN 25GbE", "pci_address": "0000:3b:00.0",
         "redfish_uri": ADAPTER, "firmware_version": "16.35.2000",
-        "program_mode": "single",
+        "health": "OK", "program_mode": "single",
         "regions": [{"id": "0", "resource_class": "CUSTOM_NIC",
                      "function_id": None,
                      "rp_uuid": inventory.region_rp_uuid(node.id, "nic0",

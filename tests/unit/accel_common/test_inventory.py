@@ -196,3 +196,17 @@ def test_region_traits_must_be_custom_or_standard():
     with pytest.raises(exception.InvalidInventory,
                        match=r"regions\[0\]\.traits\[0\]"):
         inventory.validate(document)
+
+
+@pytest.mark.parametrize("version", inventory.SCHEMA_VERSIONS)
+@pytest.mark.parametrize("health", ["OK", "Warning", "Critical", None])
+def test_a_device_may_say_its_bmc_health(version, health):
+    document = _document(version, _device(health=health))
+    assert inventory.validate(document) is document
+
+
+@pytest.mark.parametrize("health", ["ok", "Failed", 3, ""])
+def test_a_health_the_bmc_does_not_define_is_refused(health):
+    with pytest.raises(exception.InvalidInventory,
+                       match=r"devices\[0\]\.health"):
+        inventory.validate(_document("1.1", _device(health=health)))

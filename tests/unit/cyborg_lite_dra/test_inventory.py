@@ -122,3 +122,15 @@ def test_a_single_handle_that_may_be_a_vf_gets_no_pci_bus_id():
     (gpu,) = [d for d in inventory.node_devices(wire, HOST)
               if d.type == "GPU"]
     assert gpu.pci_bus_id is None
+
+
+def test_a_region_s_state_and_its_card_s_health_are_read():
+    wire = _example()
+    wire._devices[0]["health"] = "Warning"
+    wire._deployables[1]["state"] = "error"
+    found = {d.name: d for d in inventory.node_devices(wire, HOST)}
+    assert found["fpga-0000-5e-00-0-r1"].region_state == "error"
+    assert found["fpga-0000-5e-00-0-r1"].device_health == "Warning"
+    assert found["fpga-0000-5e-00-0-r0"].device_health == "Warning"
+    assert found["gpu-0000-af-00-0"].region_state is None
+    assert found["gpu-0000-af-00-0"].device_health is None

@@ -106,6 +106,23 @@ def test_a_name_too_long_becomes_a_digest():
       "effect": "NoSchedule"}),
     ({"device_status": "maintaining", "gone": True}, "gone",
      {"key": f"{DRIVER}/gone", "value": "gone", "effect": "NoExecute"}),
+    ({"region_state": "programming"}, "ok", None),
+    ({"region_state": "error"}, "error",
+     {"key": f"{DRIVER}/error", "value": "error", "effect": "NoSchedule"}),
+    ({"region_state": "error", "device_status": "maintaining"}, "error",
+     {"key": f"{DRIVER}/error", "value": "error", "effect": "NoSchedule"}),
+    ({"device_health": "OK"}, "ok", None),
+    ({"device_health": "Warning"}, "warning",
+     {"key": f"{DRIVER}/unhealthy", "value": "warning",
+      "effect": "NoSchedule"}),
+    ({"device_health": "Warning", "device_status": "maintaining"},
+     "maintaining", {"key": f"{DRIVER}/maintaining", "value": "maintaining",
+                     "effect": "NoSchedule"}),
+    ({"device_health": "Critical", "region_state": "error"}, "critical",
+     {"key": f"{DRIVER}/unhealthy", "value": "critical",
+      "effect": "NoExecute"}),
+    ({"device_health": "Critical", "gone": True}, "gone",
+     {"key": f"{DRIVER}/gone", "value": "gone", "effect": "NoExecute"}),
 ])
 def test_an_unhealthy_device_is_tainted(overrides, health, taint):
     device = _device(0, **overrides)
@@ -225,3 +242,26 @@ def test_a_partitioned_region_vms_fill_is_withdrawn_or_tainted():
     assert all(d["taints"][-1]["key"] == f"{DRIVER}/held-by-vms"
                for d in body["spec"]["devices"])
     assert kube_apiserver.validate_slice(body) == []
+
+
+@pytest.mark.parametrize("overrides", [{}, {"device_health": "Critical"},
+                                       {"gone": True}])
+def test_a_region_in_error_is_withdrawn_without_taints(overrides):
+    broken = _device(1, region_state="error", **overrides)
+    (body,) = slices.desired([_device(0), broken], DRIVER, "n", 1)
+    assert [d["name"] for d in body["spec"]["devices"]] == [
+        _device(0).name]
+    (body,) = slices.desired([_device(0), broken], DRIVER, "n", 1,
+                             taints=True)
+    assert [d["name"] for d in body["spec"]["devices"]] == [
+        _device(0).name, broken.name]
+
+
+@pytest.mark.parametrize("overrides", [
+    {"device_health": "Critical"}, {"device_health": "Warning"},
+    {"device_status": "maintaining"}])
+def test_other_unhealthy_devices_stay_offered_without_taints(overrides):
+    (body,) = slices.desired([_device(0, **overrides)], DRIVER, "n", 1)
+    (entry,) = body["spec"]["devices"]
+    assert "taints" not in entry
+    assert entry["attributes"]["health"]["string"] != "ok"

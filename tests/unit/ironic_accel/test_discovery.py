@@ -39,7 +39,8 @@ def test_read_document_from_recorded_bmc(recorded_bmc):
         "product_id": "0x0b30", "vendor": "Intel", "model": "PAC Arria10",
         "pci_address": "0000:5e:00.0",
         "redfish_uri": "/redfish/v1/Systems/1/Processors/FPGA0",
-        "firmware_version": "2.0.1", "program_mode": "dynamic",
+        "firmware_version": "2.0.1", "health": "OK",
+        "program_mode": "dynamic",
         "regions": [
             {"id": slot, "resource_class": "FPGA", "function_id": None,
              "rp_uuid": inventory.region_rp_uuid(node.uuid, "fpga0", slot)}
@@ -193,3 +194,33 @@ def test_pci_address_unknown_without_bus():
         segment_number=None, bus_number=None, device_number=None,
         function_number=None, function_id=0)
     assert discovery.pci_address(function) is None
+
+
+def _with_health(recorded_bmc, uri, health):
+    document = dict(recorded_bmc.documents[uri])
+    if health is None:
+        document.pop("Status", None)
+    else:
+        document["Status"] = {"State": "Enabled", "Health": health}
+    recorded_bmc.documents[uri] = document
+
+
+@pytest.mark.parametrize("processor, pcie, expected", [
+    ("OK", "OK", "OK"),
+    ("Critical", "OK", "Critical"),
+    ("OK", "Warning", "Warning"),
+    ("Warning", "Critical", "Critical"),
+    (None, "Warning", "Warning"),
+    (None, None, None),
+])
+def test_a_device_s_health_is_the_worst_its_bmc_reports(
+        recorded_bmc, processor, pcie, expected):
+    _with_health(recorded_bmc, "/redfish/v1/Systems/1/Processors/FPGA0",
+                 processor)
+    _with_health(recorded_bmc, "/redfish/v1/Chassis/1/PCIeDevices/FPGA0",
+                 pcie)
+    node = rbmc.node_for(recorded_bmc)
+    fpga = _devices(discovery.read_document(node))["fpga0"]
+    assert fpga.get("health") == expected
+    if expected is None:
+        assert "health" not in fpga

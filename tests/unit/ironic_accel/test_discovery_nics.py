@@ -57,7 +57,7 @@ def test_sriov_nic_is_one_nic_device_with_its_pf(nic_bmc):
         "product_id": "0x1017", "vendor": "Mellanox Technologies",
         "model": "ConnectX-5 EN 25GbE", "pci_address": "0000:3b:00.0",
         "redfish_uri": ADAPTER, "firmware_version": "16.35.2000",
-        "program_mode": "single",
+        "health": "OK", "program_mode": "single",
         "regions": [{"id": "0", "resource_class": "CUSTOM_NIC",
                      "function_id": None,
                      "rp_uuid": inventory.region_rp_uuid(node.uuid, "nic0",

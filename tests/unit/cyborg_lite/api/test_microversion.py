@@ -21,14 +21,14 @@ from cyborg_lite.api import microversion
 
 @pytest.mark.parametrize("value, expected", [
     (None, "2.0"), ("", "2.0"), ("accelerator 2.1", "2.1"), ("2.2", "2.2"),
-    ("latest", "2.3"), ("Accelerator LATEST", "2.3"),
+    ("latest", "2.4"), ("Accelerator LATEST", "2.4"),
     ("compute 2.1, accelerator 2.3", "2.3"), ("accelerator 02.1", "2.1"),
 ])
 def test_parse_accepts(value, expected):
     assert str(microversion.parse(value)) == expected
 
 
-@pytest.mark.parametrize("value", ["accelerator 2.4", "3.0", "1.0", "2",
+@pytest.mark.parametrize("value", ["accelerator 2.5", "3.0", "1.0", "2",
                                    "accelerator x.y", "one two three",
                                    "compute 2.1"])
 def test_parse_refuses_with_406(value):
@@ -38,5 +38,5 @@ def test_parse_refuses_with_406(value):
 
 
 def test_versions_declared_once_in_order():
-    assert microversion.VERSIONS == ["2.0", "2.1", "2.2", "2.3"]
+    assert microversion.VERSIONS == ["2.0", "2.1", "2.2", "2.3", "2.4"]
     assert microversion.Version("2.10") > microversion.Version("2.3")
