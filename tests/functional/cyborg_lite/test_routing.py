@@ -64,11 +64,12 @@ def test_unversioned_errors_microversions_and_methods(cyborg):
     assert json.loads(missing.get_json()["error_message"])["faultcode"] == \
         "Client"
     too_new = cyborg.client.get("/devices", headers={
-        **ADMIN, "OpenStack-API-Version": "accelerator 2.4"})
+        **ADMIN, "OpenStack-API-Version": "accelerator 2.5"})
     assert too_new.status_code == 406
     new = cyborg.client.get("/devices", headers={
-        **ADMIN, "OpenStack-API-Version": "accelerator 2.3"})
-    assert all("status" in d for d in new.get_json()["devices"])
+        **ADMIN, "OpenStack-API-Version": "accelerator 2.4"})
+    assert all("status" in d and "health" in d
+               for d in new.get_json()["devices"])
     put = cyborg.client.put("/device_profiles", headers=ADMIN)
     assert put.status_code == 405 and "POST" in put.headers["Allow"]
 

@@ -210,9 +210,15 @@ def test_one_boot_followed_by_its_global_request_id(cloud):
     assert any("find_image" in line and local_id in line
                for line in agent_lines), cloud.agent.log()
     # The programming run, in a thread of its own after the PATCH was
-    # answered, and the agent's program_region carry the same ids.
-    assert any(" now; bound " in r["message"] for r in mine), [
-        r["message"] for r in mine]
+    # answered, and the agent's program_region carry the same ids (the
+    # run logs its line just after the ARQ reads Bound).
+    deadline = time.monotonic() + 15
+    while not any(" now; bound " in json.loads(line)["message"]
+                  and json.loads(line)["context"].get("request_id")
+                  == local_id
+                  for line in cloud.api_log.read_text().splitlines()):
+        assert time.monotonic() < deadline, cloud.api_log.read_text()[-3000:]
+        time.sleep(0.2)
     assert any("program_region" in line and local_id in line
                for line in agent_lines), cloud.agent.log()
 
