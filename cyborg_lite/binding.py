@@ -29,10 +29,10 @@ Nova 34 does not reschedule a failed bind (a 409 puts the server in ERROR),
 so the bind does what it can before refusing: when the region Nova
 allocated cannot serve the group (another boot locked or took it since it
 was scheduled), the instance's allocation is moved to a region of the same
-host that can (:mod:`cyborg_lite.programming.siblings`); and what would
+host that can (:mod:`cyborg_lite.scheduling.siblings`); and what would
 only fail later on the host (no image for the function) is asked of the
 agent before the PATCH is answered. After the commit, the lock traits of
-the regions touched are written (:mod:`cyborg_lite.programming.locks`).
+the regions touched are written (:mod:`cyborg_lite.scheduling.locks`).
 """
 
 import uuid as uuidlib
@@ -46,9 +46,9 @@ from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.programming import exception as prog_exception
-from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import regions
-from cyborg_lite.programming import routing
+from cyborg_lite.scheduling import locks as locks_mod
+from cyborg_lite.scheduling import routing
 
 #: conflicts that say "this region cannot serve the group now", which a
 #: sibling region of the same host may still serve.
@@ -474,7 +474,7 @@ def _bind_one(session, arq, group, fields, deployable, device, programmer,
 def _as_kept(arq, group, deployable):
     """The group as binding to ``deployable`` serves it, while lookup
     routing keeps the region for a content
-    (:mod:`cyborg_lite.programming.routing`): a group asking for no
+    (:mod:`cyborg_lite.scheduling.routing`): a group asking for no
     function gets what the region is kept for (loaded first when it is not
     loaded yet); one asking for something else is refused, so a boot
     scheduled from an older answer never takes a region kept for the boots
@@ -532,9 +532,9 @@ def bind(db, binds, project_id=None, programmer=None, notify=True,
     :param programmer: a :class:`cyborg_lite.programming.programmer.
         Programmer`, or None (programming at bind time unavailable).
     :param notify: mark new binds for a Nova event.
-    :param locks: a :class:`~cyborg_lite.programming.locks.LockTraits`
+    :param locks: a :class:`~cyborg_lite.scheduling.locks.LockTraits`
         (None: lock traits are not written).
-    :param siblings: a :class:`~cyborg_lite.programming.siblings.
+    :param siblings: a :class:`~cyborg_lite.scheduling.siblings.
         SiblingMover` (None: an ARQ is bound where Nova said or not at all).
     :param defer: called with the lock trait write, to run it once the
         answer is sent (None: written before returning).
@@ -617,7 +617,7 @@ def _sync_locks(locks, deployable_ids, defer=None, served=(), db=None,
     """Write the lock traits of these regions; with ``served``, first
     consume one routed lookup of each content asked for (``consumed``:
     bound, their lookups consumed already) and end the keeps of contents
-    no lookup waits for any more (:mod:`cyborg_lite.programming.routing`).
+    no lookup waits for any more (:mod:`cyborg_lite.scheduling.routing`).
     """
     if locks is None or not locks.enabled or not (deployable_ids or served):
         return

@@ -65,7 +65,7 @@ class Reclaimer:
     :param conf: the API's ConfigOpts (``[nova]``).
     :param db: the :class:`~cyborg_lite.db.engine.Database`.
     :param locks: the process's
-        :class:`~cyborg_lite.programming.locks.LockTraits` (None: none to
+        :class:`~cyborg_lite.scheduling.locks.LockTraits` (None: none to
         write).
     """
 

@@ -33,11 +33,11 @@ from cyborg_lite.api import validation
 from cyborg_lite.conf import api as api_conf
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import schema as schema_mod
-from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import providers as providers_mod
-from cyborg_lite.programming import routing
-from cyborg_lite.programming import siblings as siblings_mod
+from cyborg_lite.scheduling import locks as locks_mod
+from cyborg_lite.scheduling import routing
+from cyborg_lite.scheduling import siblings as siblings_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -65,13 +65,13 @@ class Services:
     #: (:class:`cyborg_lite.db.schema.Guard`).
     schema: typing.Any = None
     #: the regions' lock traits in Placement
-    #: (:class:`cyborg_lite.programming.locks.LockTraits`).
+    #: (:class:`cyborg_lite.scheduling.locks.LockTraits`).
     locks: typing.Any = None
     #: moves a bind to a sibling region
-    #: (:class:`cyborg_lite.programming.siblings.SiblingMover`).
+    #: (:class:`cyborg_lite.scheduling.siblings.SiblingMover`).
     siblings: typing.Any = None
     #: routes Nova's device profile lookups
-    #: (:class:`cyborg_lite.programming.routing.Router`).
+    #: (:class:`cyborg_lite.scheduling.routing.Router`).
     router: typing.Any = None
 
     def stop(self):

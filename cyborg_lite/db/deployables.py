@@ -184,7 +184,7 @@ def serving_sibling(session, deployable, hostname, function_id,
                    H.retired.is_(False))
             .scalar_subquery())
     # NOTE(cyborg_lite): not a region lookup routing keeps for another
-    # content (cyborg_lite.programming.routing).
+    # content (cyborg_lite.scheduling.routing).
     kept_elsewhere = sa.and_(
         D.assigned_until.is_not(None), D.assigned_until > models.utcnow(),
         sa.or_(D.assigned_function_id.is_distinct_from(function_id),

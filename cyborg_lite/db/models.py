@@ -122,7 +122,7 @@ class Deployable(_Timestamps, Base):
     #: what Nova's device profile lookups routed here, while idle: the
     #: content the region is kept for (both NULL: no function), until
     #: ``assigned_until`` (NULL: not assigned). See
-    #: :mod:`cyborg_lite.programming.routing`.
+    #: :mod:`cyborg_lite.scheduling.routing`.
     assigned_function_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
     assigned_bitstream_id: orm.Mapped[str | None] = orm.mapped_column(
@@ -264,7 +264,7 @@ class SchedulingLookup(Base):
     """A device profile group Nova looked up and has not bound yet: the
     content it was routed to (a lock trait) and the units it will take,
     counted against that content's free handles until a bind consumes it
-    or it expires (:mod:`cyborg_lite.programming.routing`)."""
+    or it expires (:mod:`cyborg_lite.scheduling.routing`)."""
 
     __tablename__ = "scheduling_lookups"
 

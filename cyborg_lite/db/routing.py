@@ -12,7 +12,7 @@
 
 """Queries of lookup routing: the router's row, the lookups not bound yet,
 the regions and their handles as routing counts them, and the regions
-kept for a content (:mod:`cyborg_lite.programming.routing`)."""
+kept for a content (:mod:`cyborg_lite.scheduling.routing`)."""
 
 import collections
 

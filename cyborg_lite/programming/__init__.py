@@ -10,13 +10,18 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Programming regions without races (DESIGN §4).
+"""Programming regions without races.
+
+Where a region goes is decided in :mod:`cyborg_lite.scheduling`; this
+package loads it.
 
 - :mod:`regions`: the region state machine (``ready``, ``programming``,
   ``error``), every change a conditional UPDATE, with an owner lease;
 - :mod:`programmer`: bind-time, admin and pool programming through the
   host agents, in the background of the API process;
-- :mod:`placement`: ``reserved`` and the function trait of a region's
+- :mod:`providers`: ``reserved`` and the function trait of a region's
   resource provider;
+- :mod:`pools`: function pools, kept programmed ahead of binds;
+- :mod:`agent_watch`: which hosts' agents answer;
 - :mod:`reconciler`: settles what a dead API process or agent left behind.
 """

@@ -17,7 +17,7 @@ server in ERROR at once (nova-conductor raises
 ``AcceleratorRequestBindingFailed``), and so does a ``failed`` event. What
 cyborg_lite can know while it handles the PATCH is therefore answered there,
 synchronously; the scheduler is kept away from regions that cannot serve a
-group by their lock traits (:mod:`~cyborg_lite.programming.locks`).
+group by their lock traits (:mod:`~cyborg_lite.scheduling.locks`).
 """
 
 from cyborg_lite import exception

@@ -37,8 +37,8 @@ from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 from cyborg_lite.db import pools as pool_db
 from cyborg_lite.programming import exception as prog_exception
-from cyborg_lite.programming import locks
 from cyborg_lite.programming import regions
+from cyborg_lite.scheduling import locks
 
 LOG = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ records the confirmed function, replaces the function trait, and resolves
 the waiting ARQs (``Bound``, or ``BindFailed`` with the handle released),
 and queues their Nova events. While it runs, the region's provider keeps
 its capacity and carries the lock trait of what it is being programmed with
-(:mod:`~cyborg_lite.programming.locks`): Nova can schedule boots of that
+(:mod:`~cyborg_lite.scheduling.locks`): Nova can schedule boots of that
 function, and boots asking for no function, to it, and their binds join
 the run; a run that fails leaves the region ``error`` and its provider
 reserved (``reserved = total``) until it is reconciled or reset. The API
@@ -65,9 +65,9 @@ from cyborg_lite.db import models
 from cyborg_lite.metrics import process as metrics
 from cyborg_lite.programming import agent_watch
 from cyborg_lite.programming import exception as prog_exception
-from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import providers as region_providers
 from cyborg_lite.programming import regions
+from cyborg_lite.scheduling import locks as locks_mod
 
 LOG = logging.getLogger(__name__)
 

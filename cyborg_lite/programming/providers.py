@@ -144,7 +144,7 @@ class RegionProviders:
         ``wanted`` is asked after the provider was read, so a lock state
         that changed before this write is the one written, and one that
         changes after it makes a later call of its own (see
-        :mod:`~cyborg_lite.programming.locks`).
+        :mod:`~cyborg_lite.scheduling.locks`).
 
         :param wanted: callable answering the trait, or None for none.
         :returns: as :meth:`reserve`.

@@ -35,7 +35,7 @@ any number of workers may run it at once:
 5. function pools are filled (:mod:`cyborg_lite.programming.pools`);
 6. the lock traits of regions whose lock changed since this process last
    wrote them (every region after a start) are written again
-   (:meth:`~cyborg_lite.programming.locks.LockTraits.repair`): a write
+   (:meth:`~cyborg_lite.scheduling.locks.LockTraits.repair`): a write
    that failed at bind time, a handle an adoption reserved.
 """
 

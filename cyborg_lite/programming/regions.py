@@ -31,12 +31,13 @@ import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
 from cyborg_lite import arq_states
+from cyborg_lite import states
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 
-READY = "ready"
-PROGRAMMING = "programming"
-ERROR = "error"
+READY = states.RegionState.READY
+PROGRAMMING = states.RegionState.PROGRAMMING
+ERROR = states.RegionState.ERROR
 
 #: How the ``last_error`` of a ``ready`` region starts when the Placement
 #: update after its programming failed

@@ -21,7 +21,7 @@ from cyborg_lite.api import common
 from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
-from cyborg_lite.programming import locks
+from cyborg_lite.scheduling import locks
 
 
 def serialize(profile, contents=None, groups=None):
@@ -56,7 +56,7 @@ def list_profiles():
     """GET /v2/device_profiles[?name=a,b]
 
     Nova's lookup (one name, a service token) is routed
-    (:class:`cyborg_lite.programming.routing.Router`).
+    (:class:`cyborg_lite.scheduling.routing.Router`).
     """
     svc = _authorize("get_all")
     params = common.query(("name", "limit", "marker"))

@@ -25,7 +25,7 @@ from accel_tools import request_groups
 from cyborg_lite import binding
 from cyborg_lite.db import models
 from cyborg_lite.db import routing as routing_db
-from cyborg_lite.programming import routing
+from cyborg_lite.scheduling import routing
 from tests.functional.cyborg_lite.programming import env
 
 MV = request_groups.MICROVERSION

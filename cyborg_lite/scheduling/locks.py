@@ -15,7 +15,7 @@
 A region is *locked* while an attach handle of its programming unit is in
 use (on a ``single``-mode device: any handle of the device), while it is
 being programmed, or while lookup routing keeps it for a content
-(:mod:`cyborg_lite.programming.routing`). A locked region can only serve a
+(:mod:`cyborg_lite.scheduling.routing`). A locked region can only serve a
 group that asks for what it runs (or is being programmed with, or is kept
 for), or for no function at all, until its last consumer leaves.
 cyborg_lite marks the resource provider of each locked region with one lock
@@ -56,7 +56,7 @@ BITSTREAM_KEY = "accel:bitstream_id"
 def kept_for(deployable, now=None):
     """``(function_id, bitstream_id)`` the region is kept for by lookup
     routing (both None: for no function), or None when it is not kept
-    (:mod:`cyborg_lite.programming.routing`)."""
+    (:mod:`cyborg_lite.scheduling.routing`)."""
     until = deployable.assigned_until
     if until is None or until <= (now or models.utcnow()):
         return None

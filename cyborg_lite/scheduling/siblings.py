@@ -33,8 +33,8 @@ from oslo_log import log as logging
 from accel_common import exception as common_exception
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
-from cyborg_lite.programming import locks as locks_mod
 from cyborg_lite.programming import regions
+from cyborg_lite.scheduling import locks as locks_mod
 
 LOG = logging.getLogger(__name__)
 

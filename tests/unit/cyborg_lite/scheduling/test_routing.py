@@ -14,7 +14,7 @@
 
 import types
 
-from cyborg_lite.programming import routing
+from cyborg_lite.scheduling import routing
 
 NLB0 = "CUSTOM_ACCEL_LOCKED_FN_NLB0"
 EMPTY = "CUSTOM_ACCEL_LOCKED_EMPTY"

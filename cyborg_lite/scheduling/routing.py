@@ -59,8 +59,8 @@ from oslo_log import log as logging
 from accel_common import inventory
 from cyborg_lite.db import models
 from cyborg_lite.db import routing as routing_db
-from cyborg_lite.programming import locks
 from cyborg_lite.programming import regions
+from cyborg_lite.scheduling import locks
 
 LOG = logging.getLogger(__name__)
 

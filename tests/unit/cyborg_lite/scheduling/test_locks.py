@@ -16,7 +16,7 @@ import datetime
 import types
 
 from accel_common import inventory
-from cyborg_lite.programming import locks
+from cyborg_lite.scheduling import locks
 
 NLB0 = "CUSTOM_ACCEL_LOCKED_FN_NLB0"
 NLB3 = "CUSTOM_ACCEL_LOCKED_FN_NLB3"
