@@ -17,7 +17,8 @@ refresh; cyborg_lite reads it (from Ironic, or from a file in standalone mode).
 Both sides validate it with :func:`validate`. This module imports nothing from
 Ironic, so cyborg_lite can use it without Ironic installed.
 
-See shared/DESIGN.md §3 for the meaning of each field.
+doc/source/architecture.rst ("The inventory document") says what each field
+means.
 
 Versions: ``1.0`` requires each device's ``pci_address``, ``vendor_id`` and
 ``product_id``. ``1.1`` lets them be null (or absent) for a device the BMC
@@ -43,6 +44,7 @@ is listed once per vGPU instance its parent can hold of its type (every
 version: the instances are alike, their count is what the list says).
 """
 
+import enum
 import functools
 import hashlib
 import json
@@ -71,13 +73,27 @@ NODE_EXTRA_KEY = "accelerators"
 #: forever: changing it would orphan every provider already reported.
 RP_NAMESPACE = uuid.UUID("6c5d0a3e-4b8e-5f0a-9d2e-a11ce1e7a0c5")
 
-#: Cyborg's device types (CONTRACT.md §1, devices).
+#: Cyborg's device types (its ``devices.type`` column, as the v2 API shows it).
 DEVICE_TYPES = ("FPGA", "GPU", "NIC", "QAT", "AICHIP", "SSD", "NVME", "PCI")
 
 PROGRAM_MODES = ("dynamic", "single")
 
-#: A device's ``health`` values (Redfish ``Status.Health``).
-HEALTH_VALUES = ("OK", "Warning", "Critical")
+
+class Health(enum.StrEnum):
+    """A device's ``health``: the worst Redfish ``Status.Health`` its BMC
+    reports for the card (members best first; absent or null when the BMC
+    says nothing)."""
+
+    #: Normal.
+    OK = "OK"
+    #: A condition needs attention; the card still works.
+    WARNING = "Warning"
+    #: The card needs immediate attention; it is not to be used.
+    CRITICAL = "Critical"
+
+
+#: A device's ``health`` values, best first.
+HEALTH_VALUES = tuple(Health)
 
 _PCI_ADDRESS = r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$"
 _HEX_ID = r"^0x[0-9a-fA-F]{4}$"

@@ -15,8 +15,9 @@
 
 Disabling a device (``maintaining``) sets ``reserved = total`` on the
 resource provider of each of its deployables, so the scheduler places no new
-instance there; enabling sets ``reserved`` back to 0 (DESIGN §3: cyborg_lite
-owns ``reserved``; the reporter keeps it).
+instance there; enabling sets ``reserved`` back to 0. cyborg_lite owns
+``reserved`` on those providers; the inventory reporter keeps what it finds
+(:mod:`cyborg_lite.programming.providers`).
 
 Placement is written first, the status only after every provider took the
 change. When Placement fails (unreachable, or refusing after the
@@ -29,14 +30,11 @@ made.
 from oslo_log import log as logging
 
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
 
 LOG = logging.getLogger(__name__)
-
-ENABLED = "enabled"
-MAINTAINING = "maintaining"
-
 
 class PlacementUpdateFailed(exception.CyborgLiteException):
     code = 503
@@ -56,7 +54,7 @@ def set_status(db, device_uuid, status, providers=None):
     """Enable (``enabled``) or disable (``maintaining``) a device.
 
     :param db: the :class:`cyborg_lite.db.engine.Database`.
-    :param status: ``enabled`` or ``maintaining``.
+    :param status: a :class:`cyborg_lite.states.DeviceStatus`.
     :param providers: a
         :class:`cyborg_lite.programming.providers.RegionProviders` (its
         ``reserve(rp_uuid, reserve)``), or None without Placement.
@@ -64,17 +62,17 @@ def set_status(db, device_uuid, status, providers=None):
     :raises PlacementUpdateFailed: (503) the status is left unchanged.
     :returns: the device row.
     """
-    if status not in (ENABLED, MAINTAINING):
+    if status not in tuple(states.DeviceStatus):
         raise ValueError(f"unknown device status {status!r}")
     current, deployables = db.run(_providers_of, device_uuid)
-    reserve = status == MAINTAINING
+    reserve = status == states.DeviceStatus.MAINTAINING
     if providers is not None and providers.enabled:
         # NOTE(cyborg_lite): a region being programmed, or left in error,
         # has reserved = total on the programmer's behalf; enabling the
         # device must not hand it to the scheduler. The programmer restores
         # it when it is done (if the device is enabled by then).
         targets = [rp for rp, state in deployables
-                   if reserve or state == "ready"]
+                   if reserve or state == states.RegionState.READY]
         done = []
         for rp_uuid in targets:
             try:

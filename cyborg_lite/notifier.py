@@ -40,6 +40,7 @@ from oslo_log import log as logging
 
 from accel_common import clients
 from cyborg_lite import arq_states
+from cyborg_lite import states
 from cyborg_lite.db import arqs as arq_db
 
 LOG = logging.getLogger(__name__)
@@ -228,8 +229,9 @@ class NovaNotifier:
                                                               "failed")}
                   for arq, instance, state in claimed]
         ok = self._post_with_retries(events)
-        arq_db.finish_notifications(self.db, [e["tag"] for e in events],
-                                    "sent" if ok else "failed")
+        arq_db.finish_notifications(
+            self.db, [e["tag"] for e in events],
+            states.Notification.SENT if ok else states.Notification.FAILED)
         return events, ok
 
     def send_window(self):
@@ -335,10 +337,14 @@ def resend_pending(notifier, grace=DEFAULT_GRACE, stale_sending=None,
         stale_sending = max(DEFAULT_STALE_SENDING,
                             2 * notifier.send_window())
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-    cutoffs = {"pending": now - datetime.timedelta(seconds=grace),
-               "sending": now - datetime.timedelta(seconds=stale_sending)}
+    cutoffs = {
+        states.Notification.PENDING:
+            now - datetime.timedelta(seconds=grace),
+        states.Notification.SENDING:
+            now - datetime.timedelta(seconds=stale_sending)}
     if include_failed:
-        cutoffs["failed"] = cutoffs["pending"]
+        cutoffs[states.Notification.FAILED] = \
+            cutoffs[states.Notification.PENDING]
     claimed = arq_db.claim_stale_notifications(notifier.db, cutoffs,
                                                limit=limit)
     if claimed:

@@ -21,6 +21,7 @@ tries again), slices no longer needed deleted.
 
 import logging
 
+from accel_common import inventory as accel_inventory
 from cyborg_lite_dra import inventory
 from cyborg_lite_dra import kube
 
@@ -68,13 +69,13 @@ def health(device):
     """
     if device.gone:
         return GONE
-    if device.device_health == "Critical":
+    if device.device_health == accel_inventory.Health.CRITICAL:
         return CRITICAL
     if device.region_state == ERROR:
         return ERROR
     if device.device_status == MAINTAINING:
         return MAINTAINING
-    if device.device_health == "Warning":
+    if device.device_health == accel_inventory.Health.WARNING:
         return WARNING
     return HEALTHY
 

@@ -19,6 +19,7 @@ rolls everything back and a rerun starts afresh.
 
 import sqlalchemy as sa
 
+from cyborg_lite import states
 from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.cyborg_import import plan as plan_mod
 from cyborg_lite.db import models
@@ -102,7 +103,7 @@ def _insert_all(session, plan):
         values["device_id"] = devices[values.pop("device_uuid")]
         values.pop("parent_uuid")
         values.pop("root_uuid")
-        values["state"] = "ready"
+        values["state"] = states.RegionState.READY
     deployables = _insert(session, models.Deployable, rows["deployables"])
     deployables.update(_ids(session, models.Deployable, [
         r.get(key) for kind in ("attributes", "attach_handles",

@@ -19,12 +19,14 @@ import dataclasses
 
 import sqlalchemy as sa
 
+from cyborg_lite import states
 from cyborg_lite.db import agent_contacts
 from cyborg_lite.db import engine
 from cyborg_lite.db import models
 
 #: the ``arqs.notification`` values of events not yet delivered.
-UNDELIVERED = ("pending", "sending", "failed")
+UNDELIVERED = (states.Notification.PENDING, states.Notification.SENDING,
+               states.Notification.FAILED)
 
 
 @dataclasses.dataclass

@@ -22,6 +22,8 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy import orm
 
+from cyborg_lite import states
+
 
 def utcnow():
     """Naive UTC now; every timestamp column holds naive UTC."""
@@ -68,9 +70,9 @@ class Device(_Timestamps, Base):
     program_mode: orm.Mapped[str] = orm.mapped_column(sa.String(16))
     firmware_version: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
-    #: ``enabled`` or ``maintaining`` (device enable/disable).
-    status: orm.Mapped[str] = orm.mapped_column(sa.String(16),
-                                                default="enabled")
+    #: a :class:`cyborg_lite.states.DeviceStatus` (device enable/disable).
+    status: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default=states.DeviceStatus.ENABLED)
     #: gone from the inventory while a handle was still in use.
     retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
     #: what the inventory document last said of the card's health (its
@@ -102,9 +104,10 @@ class Deployable(_Timestamps, Base):
     #: differs from this one.
     reported_function_id: orm.Mapped[str | None] = orm.mapped_column(
         sa.String(255))
-    #: ``ready``, ``programming`` or ``error`` (DESIGN §4).
-    state: orm.Mapped[str] = orm.mapped_column(sa.String(16),
-                                               default="ready", index=True)
+    #: a :class:`cyborg_lite.states.RegionState`; its transitions are in
+    #: :mod:`cyborg_lite.programming.regions`.
+    state: orm.Mapped[str] = orm.mapped_column(
+        sa.String(16), default=states.RegionState.READY, index=True)
     retired: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
     #: what a running programming loads (one of the two), else NULL.
     target_function_id: orm.Mapped[str | None] = orm.mapped_column(

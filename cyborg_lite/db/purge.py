@@ -44,12 +44,13 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cyborg_lite import arq_states
+from cyborg_lite import states
 from cyborg_lite.db import models
 
 #: the ARQ states purged once unchanged long enough.
 ARQ_STATES = (arq_states.INITIAL, arq_states.BIND_FAILED)
 #: events of these states are still to be sent: their ARQs are kept.
-UNSENT = ("pending", "sending")
+UNSENT = (states.Notification.PENDING, states.Notification.SENDING)
 
 #: the tables in the order of the report.
 TABLES = ("scheduling_lookups", "arqs", "attach_handles", "attributes",

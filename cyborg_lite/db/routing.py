@@ -18,6 +18,7 @@ import collections
 
 import sqlalchemy as sa
 
+from cyborg_lite import states
 from cyborg_lite.db import models
 
 _D, _V, _H = models.Deployable, models.Device, models.AttachHandle
@@ -66,7 +67,8 @@ def regions(session, resource_class):
     return [tuple(row) for row in session.execute(
         sa.select(_D, _V).join(_V, _D.device_id == _V.id)
         .where(_D.retired.is_(False), _V.retired.is_(False),
-               _V.status == "enabled", _D.rp_uuid.is_not(None),
+               _V.status == states.DeviceStatus.ENABLED,
+               _D.rp_uuid.is_not(None),
                _D.resource_class == resource_class)
         .order_by(_D.id))]
 

@@ -11,7 +11,8 @@
 # under the License.
 
 
-"""Apply an inventory document (DESIGN.md §3) to the database.
+"""Apply an inventory document (:mod:`accel_common.inventory`) to the
+database.
 
 Independent of where the document came from (a file, an Ironic node): the
 caller passes the decoded document. Devices, deployables (one per region,
@@ -48,11 +49,11 @@ from sqlalchemy.orm import attributes
 
 from accel_common import inventory
 from accel_common.placement import tree
+from cyborg_lite import states
 from cyborg_lite.cyborg_import import adopt
 from cyborg_lite.cyborg_import import plan as cyborg_plan
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
-from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
 
@@ -283,7 +284,7 @@ def _sync_function(session, deployable, region):
         return False, False
     deployable.reported_function_id = reported
     if (deployable.function_id == reported
-            or deployable.state == regions.PROGRAMMING):
+            or deployable.state == states.RegionState.PROGRAMMING):
         return True, False
     running = deployable.function_id
     # NOTE(cyborg_lite): conditional on what was read, so a programming
@@ -292,7 +293,7 @@ def _sync_function(session, deployable, region):
     took = session.execute(
         sa.update(models.Deployable)
         .where(models.Deployable.id == deployable.id,
-               models.Deployable.state != regions.PROGRAMMING,
+               models.Deployable.state != states.RegionState.PROGRAMMING,
                models.Deployable.function_id.is_not_distinct_from(running))
         .values(function_id=reported, bitstream_id=None,
                 updated_at=models.utcnow())
@@ -327,7 +328,8 @@ def _sync_device(session, host, doc_device, device, summary):
               "retired": False}
     if device is None:
         device = models.Device(uuid=db_engine.new_uuid(), hostname=host,
-                               source_id=doc_device["id"], status="enabled",
+                               source_id=doc_device["id"],
+                               status=states.DeviceStatus.ENABLED,
                                **values)
         session.add(device)
         session.flush()
@@ -357,7 +359,8 @@ def _sync_device(session, host, doc_device, device, summary):
             dep = models.Deployable(
                 uuid=db_engine.new_uuid(), device_id=device.id,
                 region_id=region["id"], num_accelerators=0,
-                state=regions.READY, function_id=region.get("function_id"),
+                state=states.RegionState.READY,
+                function_id=region.get("function_id"),
                 reported_function_id=region.get("function_id"), **values)
             session.add(dep)
             session.flush()

@@ -22,13 +22,13 @@ from oslo_log import log as logging
 from prometheus_client import core
 
 from cyborg_lite import arq_states
+from cyborg_lite import states
 from cyborg_lite.db import counts as counts_db
 from cyborg_lite.db import models
-from cyborg_lite.programming import regions
 
 LOG = logging.getLogger(__name__)
 
-REGION_STATES = (regions.READY, regions.PROGRAMMING, regions.ERROR)
+REGION_STATES = tuple(states.RegionState)
 
 
 def _seconds_since(moment, now):

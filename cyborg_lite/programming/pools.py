@@ -32,12 +32,12 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 from cyborg_lite.db import pools as pool_db
 from cyborg_lite.programming import exception as prog_exception
-from cyborg_lite.programming import regions
 from cyborg_lite.scheduling import locks
 
 LOG = logging.getLogger(__name__)
@@ -174,14 +174,14 @@ def _counts(pool, rows):
     for deployable, device, busy in rows:
         if not _fits(pool, deployable):
             continue
-        if deployable.state == regions.PROGRAMMING:
+        if deployable.state == states.RegionState.PROGRAMMING:
             if deployable.target_function_id == pool.function_id:
                 counts["programming"] += 1
-        elif (deployable.state == regions.READY
+        elif (deployable.state == states.RegionState.READY
               and deployable.function_id == pool.function_id):
             if busy:
                 counts["in_use"] += 1
-            elif device.status == "enabled":
+            elif device.status == states.DeviceStatus.ENABLED:
                 counts["ready"] += 1
     return counts
 
@@ -226,8 +226,9 @@ def _fill_one(session, programmer, pool, pools, limit=1):
                 _counts(other, rows)["ready"] - other.min_ready)
     now = models.utcnow()
     candidates = [(d, dev) for d, dev, busy in rows
-                  if not busy and d.state == regions.READY
-                  and dev.status == "enabled" and _fits(pool, d)
+                  if not busy and d.state == states.RegionState.READY
+                  and dev.status == states.DeviceStatus.ENABLED
+                  and _fits(pool, d)
                   and d.function_id != pool.function_id
                   and locks.kept_for(d, now) in (
                       None, (pool.function_id, None))]
@@ -247,7 +248,7 @@ def _fill_one(session, programmer, pool, pools, limit=1):
             with session.begin_nested():
                 job = programmer.begin(session, deployable, device,
                                         pool.function_id, None,
-                                        allowed=(regions.READY,))
+                                        allowed=(states.RegionState.READY,))
         except prog_exception.ProgrammingConflict as error:
             LOG.debug("Pool %s skips %s: %s", pool.name, deployable.uuid,
                       error.message)

@@ -25,15 +25,17 @@ Ironic reported by PCI address.
 import abc
 import collections
 
+from cyborg_lite import states
 from cyborg_lite.agent import exception
 
 #: One programmable region: the device's (PF) PCI address and region id.
 Region = collections.namedtuple("Region", ["pci_address", "region_id"])
 
-#: Region states a reading can report.
-READY = "ready"
-PROGRAMMING = "programming"
-ERROR = "error"
+#: Region states a reading can report (the region states of
+#: :class:`cyborg_lite.states.RegionState`).
+READY = states.RegionState.READY
+PROGRAMMING = states.RegionState.PROGRAMMING
+ERROR = states.RegionState.ERROR
 
 
 def reading(function_id, state=READY, detail=None):

@@ -21,6 +21,7 @@ import flask
 from cyborg_lite import exception
 from cyborg_lite import maintenance
 from cyborg_lite import policy
+from cyborg_lite import states
 from cyborg_lite.api import common
 from cyborg_lite.api import microversion
 from cyborg_lite.db import devices as device_db
@@ -96,7 +97,8 @@ def enable(uuid):
     Placement ``reserved`` goes back to 0."""
     svc = _authorize("enable")
     common.query(())
-    maintenance.set_status(svc.db, _uuid(uuid), maintenance.ENABLED,
+    maintenance.set_status(svc.db, _uuid(uuid),
+                           states.DeviceStatus.ENABLED,
                            providers=_providers(svc))
     return common.empty(200)
 
@@ -106,6 +108,7 @@ def disable(uuid):
     Placement ``reserved = total``."""
     svc = _authorize("disable")
     common.query(())
-    maintenance.set_status(svc.db, _uuid(uuid), maintenance.MAINTAINING,
+    maintenance.set_status(svc.db, _uuid(uuid),
+                           states.DeviceStatus.MAINTAINING,
                            providers=_providers(svc))
     return common.empty(200)
