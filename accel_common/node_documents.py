@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Inventory documents as Ironic nodes carry them (DESIGN §3).
+"""Inventory documents as Ironic nodes carry them.
 
 ironic_accel stores each node's document in ``node.extra["accelerators"]``
 (:data:`accel_common.inventory.NODE_EXTRA_KEY`); whoever needs them reads

@@ -26,7 +26,8 @@ _IMPLIED = {"admin": ("member", "manager", "reader"),
 
 
 class RequestContext(context.RequestContext):
-    """oslo.context plus the service-token test of CONTRACT.md §1."""
+    """oslo.context plus the service-token test: is this Nova acting
+for a user (doc/source/admin/security.rst, "Service requests")?"""
 
     def __init__(self, service_token_roles=("service",), **kwargs):
         super().__init__(**kwargs)

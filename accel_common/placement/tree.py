@@ -10,12 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The provider tree an inventory document asks for (DESIGN §3).
+"""The provider tree an inventory document asks for.
 
 Pure functions: no Placement calls here. One child provider per region of
 each device, under the compute-node provider named ``document["host"]``,
-with traits named as real Cyborg names them (CONTRACT §4) so device
-profiles written for Cyborg keep matching.
+with traits named as real Cyborg's drivers name them
+(``CUSTOM_FPGA_<VENDOR>``, ``CUSTOM_NVIDIA_<PRODUCT_ID>``, ...: see
+:func:`identity_traits`) so device profiles written for Cyborg keep
+matching.
 """
 
 import dataclasses

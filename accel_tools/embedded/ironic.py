@@ -21,7 +21,7 @@ is picked at run time; the log stays in the work directory.
 
 Given a Placement URL, the plugin's ``[placement]`` group points at it, so
 the conductor reports each node's accelerators after every inventory
-refresh (DESIGN §3)::
+refresh::
 
     server = IronicServer(workdir, placement_url=placement.url)
     server.start()
@@ -99,7 +99,8 @@ bmc_retry_interval = 0.2
 bmc_unavailable_timeout = {unavailable_timeout}
 """
 
-#: Interfaces every node gets explicitly (DESIGN §5).
+#: Interfaces every node gets explicitly: fakes for all but the
+#: Redfish-speaking ones the plugin tests.
 NODE_INTERFACES = {
     "boot_interface": "fake",
     "deploy_interface": "fake",

@@ -10,8 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[pools]``: function pools, kept programmed ahead of binds (DESIGN §4).
-"""
+"""``[pools]``: function pools, kept programmed ahead of binds
+(:mod:`cyborg_lite.programming.pools`)."""
 
 from oslo_config import cfg
 

@@ -10,8 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``[programming]``: bind-time programming and its reconciler (DESIGN §4).
-"""
+"""``[programming]``: bind-time programming and its reconciler
+(:mod:`cyborg_lite.programming`)."""
 
 from oslo_config import cfg
 

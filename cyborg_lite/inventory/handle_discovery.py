@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Attach handles for inventory documents that carry none (DESIGN §2, §3).
+"""Attach handles for inventory documents that carry none.
 
 Out of band (Ironic, via the BMC) a document usually lists devices and
 regions but no attach handles: VF BDFs exist only once the host enabled

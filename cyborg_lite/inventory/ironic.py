@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The inventory sync from Ironic (DESIGN §3).
+"""The inventory sync from Ironic.
 
 The nodes' documents (:mod:`accel_common.node_documents`, read through
 ``[ironic]``) are completed with the attach handles the host agents

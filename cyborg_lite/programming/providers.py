@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What cyborg_lite owns on a region's resource provider (DESIGN §3):
+"""What cyborg_lite owns on a region's resource provider (the table "Who
+owns what in Placement" of doc/source/architecture.rst):
 ``reserved`` while it programs the region, and its
 ``CUSTOM_FPGA_FUNCTION_ID_*`` trait.
 

@@ -11,8 +11,9 @@
 # under the License.
 
 
-"""Accelerator request bodies and the bind/unbind patch rules of
-CONTRACT.md §2."""
+"""Accelerator request bodies and the bind/unbind patch rules (Nova's
+JSON patch of ``PATCH /v2/accelerator_requests``; the API reference,
+doc/source/reference/api.rst, "Accelerator requests")."""
 
 import jsonschema
 

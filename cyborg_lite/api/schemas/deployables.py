@@ -12,7 +12,7 @@
 
 """Request bodies of /v2/deployables."""
 
-#: CONTRACT §1: ``PATCH /v2/deployables/{uuid}/program``, a JSON patch.
+#: ``PATCH /v2/deployables/{uuid}/program``, a JSON patch.
 #: ``replace``/``add`` loads an image (``image_uuid``, as the SDK and OSC
 #: send) or, an extension for standalone catalogs, a ``function_id``;
 #: ``remove`` resets the region (no function; clears ``error``).

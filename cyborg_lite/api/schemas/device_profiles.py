@@ -11,7 +11,8 @@
 # under the License.
 
 
-"""Device profile bodies and the group rules of CONTRACT.md §3."""
+"""Device profile bodies and the rules of their groups (the API
+reference, doc/source/reference/api.rst, "Device profiles")."""
 
 import re
 import unicodedata

@@ -11,7 +11,8 @@
 # under the License.
 
 
-"""Device profiles over HTTP (CONTRACT.md §3 and §7 check 2-3)."""
+"""Device profiles over HTTP: create, show, list and delete, and what a
+body may hold."""
 
 import json
 import uuid

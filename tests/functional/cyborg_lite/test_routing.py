@@ -11,7 +11,7 @@
 # under the License.
 
 
-"""CONTRACT §0 routing: a path whose first segment is not ``v2`` is served
+"""Cyborg's routing: a path whose first segment is not ``v2`` is served
 as ``/v2/...``, at the root and under ``/accelerator``; the version
 documents stay where they are."""
 

@@ -11,7 +11,7 @@
 # under the License.
 
 
-"""The ARQ state machine table (CONTRACT.md §2)."""
+"""The ARQ state machine table (:mod:`cyborg_lite.arq_states`)."""
 
 import pytest
 

@@ -11,7 +11,7 @@
 # under the License.
 
 
-"""Policy defaults of CONTRACT.md §1 and the noauth identity."""
+"""Policy defaults (Cyborg's) and the noauth identity."""
 
 from oslo_config import cfg
 import pytest

@@ -11,7 +11,7 @@
 # under the License.
 
 
-"""Bind/unbind patch rules (CONTRACT.md §2, validation)."""
+"""Bind/unbind patch rules: what the schema lets through."""
 
 import uuid
 

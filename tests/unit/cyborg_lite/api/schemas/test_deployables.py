@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The body of ``PATCH /v2/deployables/{uuid}/program`` (CONTRACT §1)."""
+"""The body of ``PATCH /v2/deployables/{uuid}/program``."""
 
 import pytest
 

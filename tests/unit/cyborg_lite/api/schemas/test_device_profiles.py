@@ -11,7 +11,7 @@
 # under the License.
 
 
-"""Device profile group rules (CONTRACT.md §3)."""
+"""Device profile group rules."""
 
 import pytest
 
