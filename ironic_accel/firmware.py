@@ -25,7 +25,9 @@ The two update steps are asynchronous. Their progress lives in
 monitor of the running update and its last percent and messages. The
 plugin's own conductor periodic polls it every
 ``[ironic_accel]task_poll_interval`` seconds, so a conductor that restarts
-mid-update picks the polling up where it was.
+mid-update picks the polling up where it was. Whether a device needs its
+update, and whether the finished update did what was asked, is decided in
+:mod:`ironic_accel.update_items`.
 """
 
 import dataclasses
@@ -49,9 +51,9 @@ from ironic_accel import discovery
 from ironic_accel import exception as accel_exception
 from ironic_accel import image_staging
 from ironic_accel import step_settings
+from ironic_accel import update_items
 from ironic_accel.placement import periodic as placement_periodic
 from ironic_accel.redfish import client as redfish_client
-from ironic_accel.redfish import inventory as redfish_inventory
 from ironic_accel.redfish import tasks as redfish_tasks
 from ironic_accel.redfish import update as redfish_update
 
@@ -63,9 +65,9 @@ accel_conf.register_opts(CONF)
 STATE_KEY = "accel_updates"
 #: driver_internal_info key of the last progress of each device (kept).
 PROGRESS_KEY = "accel_progress"
-#: driver_internal_info key of the image last applied to each device (kept):
-#: {device: {"checksum", "version", "url", "applied_at"}}.
-APPLIED_KEY = "accel_applied_images"
+#: driver_internal_info key of the image last applied to each device (kept;
+#: written by :func:`ironic_accel.update_items.confirm`).
+APPLIED_KEY = update_items.APPLIED_KEY
 
 _WAIT_STATES = [states.CLEANWAIT, states.DEPLOYWAIT, states.SERVICEWAIT]
 #: Where a node lands when its step is aborted or times out in Ironic.
@@ -353,7 +355,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         for setting in settings:
             for device in step_settings.select_devices(
                     node, document, setting["accelerator"]):
-                item = self._plan(node, device, setting, kind)
+                item = update_items.plan(node, device, setting, kind)
                 if item is not None and not any(
                         q["device"] == item["device"] for q in queue):
                     queue.append(item)
@@ -366,7 +368,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             return None
         offer = redfish_update.get_update_offer(node)
         method = redfish_update.choose_update_method(node, offer, forced)
-        targets = self._targets(node)
+        targets = update_items.targets(node)
         for item in queue:
             item["target"] = targets.get(item["uri"].rstrip("/"),
                                          item["uri"])
@@ -378,56 +380,6 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
         self._start_item(task)
         node.save()
         return async_steps.get_return_state(node)
-
-    def _plan(self, node, device, setting, kind):
-        regions = device["regions"]
-        functions = sorted({r.get("function_id") or "" for r in regions})
-        item = {"device": device["id"], "uri": device["redfish_uri"],
-                "url": setting["url"], "kind": kind,
-                "version": setting.get("version"),
-                "function_id": setting.get("function_id"),
-                "checksum": step_settings.expected_digest(
-                    setting["checksum"]),
-                "before": (device["firmware_version"] if kind == "firmware"
-                           else functions)}
-        if kind == "firmware" and item["version"] and (
-                device["firmware_version"] == item["version"]):
-            LOG.info("Node %(node)s: accelerator %(dev)s already runs "
-                     "firmware %(ver)s, skipped",
-                     {"node": node.uuid, "dev": device["id"],
-                      "ver": item["version"]})
-            return None
-        applied = (node.driver_internal_info.get(APPLIED_KEY) or {}).get(
-            device["id"]) or {}
-        # NOTE(ironic-accel): without a version to compare, the image is:
-        # the one last applied successfully, while the device still runs
-        # the version that update left, is not flashed again. This makes
-        # a clean-steps file without versions safe to run twice.
-        if kind == "firmware" and not item["version"] and (
-                applied.get("checksum") == item["checksum"]
-                and applied.get("version") == device["firmware_version"]):
-            LOG.info("Node %(node)s: accelerator %(dev)s already runs the "
-                     "image sha256:%(sum)s (firmware %(ver)s, applied "
-                     "%(at)s), skipped",
-                     {"node": node.uuid, "dev": device["id"],
-                      "sum": item["checksum"], "ver": applied["version"],
-                      "at": applied.get("applied_at")})
-            return None
-        if kind == "function" and item["function_id"] and (
-                functions == [item["function_id"]]):
-            LOG.info("Node %(node)s: accelerator %(dev)s already runs "
-                     "function %(fn)s, skipped",
-                     {"node": node.uuid, "dev": device["id"],
-                      "fn": item["function_id"]})
-            return None
-        return item
-
-    def _targets(self, node):
-        # NOTE(ironic-accel): a BMC that lists the device in its
-        # FirmwareInventory wants that member as the SimpleUpdate target.
-        versions = redfish_inventory.firmware_versions_by_processor(
-            redfish_inventory.get_firmware_inventory(node))
-        return {uri: member for uri, (member, _v) in versions.items()}
 
     def _start_item(self, task):
         node = task.node
@@ -521,7 +473,7 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
                 reason=f"update task with image {item['url']} ended in "
                        f"state {status.state}, status {status.health}: "
                        f"{'; '.join(status.messages[-2:]) or 'no message'}")
-        self._confirm(node, item)
+        update_items.confirm(node, item)
         self._record(node, item, 100, "Confirmed", status.messages)
         state["index"] += 1
         if state["index"] < len(state["queue"]):
@@ -530,50 +482,6 @@ class AccelRedfishFirmware(placement_periodic.PlacementReportMixin,
             node.save()
             return
         self._finish(task)
-
-    def _confirm(self, node, item):
-        device = item["device"]
-        if item["kind"] == "firmware":
-            versions = redfish_inventory.firmware_versions_by_processor(
-                redfish_inventory.get_firmware_inventory(node))
-            now = versions.get(item["uri"].rstrip("/"), (None, None))[1]
-            if now is None:
-                for proc in redfish_inventory.get_accelerator_processors(node):
-                    if proc.path.rstrip("/") == item["uri"].rstrip("/"):
-                        now = proc.firmware_version
-            expected = item["version"]
-            if (expected and now != expected) or (
-                    not expected and now == item["before"]):
-                raise accel_exception.AcceleratorBMCError(
-                    node=node.uuid, device=device,
-                    reason=f"the BMC reported the update with {item['url']} "
-                           f"complete but the firmware version is still "
-                           f"{now!r} (expected {expected or 'a change'})")
-            item["after"] = now
-            applied = dict(node.driver_internal_info.get(APPLIED_KEY) or {})
-            applied[device] = {"checksum": item.get("checksum"),
-                               "version": now, "url": item["url"],
-                               "applied_at": _now()}
-            node.set_driver_internal_info(APPLIED_KEY, applied)
-            return
-        loaded = None
-        for proc in redfish_inventory.get_accelerator_processors(node):
-            if proc.path.rstrip("/") == item["uri"].rstrip("/"):
-                loaded = sorted({(f.uuid if f is not None else None) or ""
-                                 for f in proc.slot_functions.values()})
-        if loaded is None:
-            raise accel_exception.AcceleratorBMCError(
-                node=node.uuid, device=device,
-                reason=f"the device {item['uri']} is gone after programming")
-        wanted = item["function_id"]
-        if (wanted and loaded != [wanted]) or (
-                not wanted and loaded in ([""], [])):
-            raise accel_exception.AcceleratorBMCError(
-                node=node.uuid, device=device,
-                reason=f"after loading {item['url']} the device runs "
-                       f"{loaded or 'nothing'}, expected "
-                       f"{wanted or 'a function'}")
-        item["after"] = loaded
 
     def _finish(self, task):
         node = task.node
