@@ -13,12 +13,13 @@
 """What the two halves agree on, importable by both without each other.
 
 - :mod:`.inventory`: the inventory document (schema, validation, provider
-  uuids, trait naming) that ironic_accel writes into ``node.extra`` and
-  cyborg_lite reads;
+  uuids, trait naming, device health) that ironic_accel writes into
+  ``node.extra`` and cyborg_lite reads;
 - :mod:`.node_documents`: reading those documents from Ironic's API;
 - :mod:`.placement`: the Placement client and the provider tree a document
   asks for;
-- :mod:`.clients`: openstacksdk connections from keystoneauth option groups.
+- :mod:`.clients`: openstacksdk connections from keystoneauth option groups;
+- :mod:`.exception`: the errors of the shared contract.
 
 Nothing here imports Ironic, Flask, ``ironic_accel`` or ``cyborg_lite``.
 """

@@ -18,6 +18,10 @@
   loopback with sqlite, for the demo and the functional tests;
 - :mod:`.demo`: ``cyborg-lite-demo`` (``tools/demo``);
 - :mod:`.devserver`: cyborg_lite's API served from a thread;
+- :mod:`.standalone`: the settings of a standalone cyborg_lite (one host,
+  no Keystone, no broker, simulated devices);
+- :mod:`.kube_standin`: a stand-in for kube-apiserver's ResourceSlices and
+  ResourceClaims, for the DRA plugin's demo and tests;
 - :mod:`.request_groups`: a device profile as the Placement query Nova
   builds from it.
 

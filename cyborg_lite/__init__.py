@@ -10,7 +10,31 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""cyborg_lite: a slim Cyborg (the Cyborg v2 API Nova calls)."""
+"""cyborg_lite: a slim Cyborg (the Cyborg v2 API Nova calls).
+
+One API process (Flask, with its background work) and one agent per
+compute host, over one database:
+
+- :mod:`.api`: the REST API (its route table, handlers and schemas);
+- :mod:`.binding` and :mod:`.arq_states`: binding accelerator requests,
+  and the ARQ states with their transitions;
+- :mod:`.states`: the named states of devices, regions and Nova events;
+- :mod:`.scheduling`: where a boot's accelerator goes (routing, lock
+  traits, sibling moves);
+- :mod:`.programming`: loading functions into regions, pools, and the
+  reconciler;
+- :mod:`.inventory`: inventory documents into the database;
+- :mod:`.db`: the models, migrations and each table's queries;
+- :mod:`.agent`: the host agent and its drivers;
+- :mod:`.notifier` (Nova's events), :mod:`.reclaim` (the ARQs of servers
+  Nova no longer has), :mod:`.maintenance` (device enable/disable) and
+  :mod:`.periodics` (the API process's background work);
+- :mod:`.cyborg_import`: importing a Cyborg database;
+- :mod:`.conf`, :mod:`.service`, :mod:`.wsgi`, :mod:`.cmd`: options,
+  set-up and entry points; :mod:`.context`, :mod:`.policy` and
+  :mod:`.policies`, :mod:`.metrics`, :mod:`.exception`,
+  :mod:`.log_limits`.
+"""
 
 import warnings
 

@@ -10,4 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``cyborg-lite-demo``: the product's story on embedded services."""
+"""``cyborg-lite-demo``: the product's story on embedded services.
+
+- :mod:`.main`: the command line; :mod:`.story` the whole story (Ironic,
+  Placement, cyborg_lite and a boot's bind), :mod:`.standalone` the
+  standalone walk, :mod:`.kubernetes` the DRA walk;
+- :mod:`.cyborg`: cyborg_lite in the demo's own process;
+  :mod:`.identities` who its requests come from;
+  :mod:`.example_inventory` the inventory both walks start from;
+- :mod:`.output`: how the steps are printed.
+"""

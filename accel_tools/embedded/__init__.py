@@ -24,5 +24,7 @@ the tail of its log for failure reports. Nothing here imports pytest.
   ``noauth2``);
 - :mod:`.ironic`: a real Ironic all-in-one (sqlite, ``rpc_transport =
   none``, ``noauth``, ``accel-redfish`` with fake boot/deploy), optionally
-  reporting to a Placement.
+  reporting to a Placement;
+- :mod:`.stack`: the Ironic half (BMC, Placement, Ironic) started together;
+- :mod:`.common`: ports, environment and log tails, shared by the launchers.
 """

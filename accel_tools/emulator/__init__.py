@@ -15,6 +15,17 @@
 
 sushy-tools has no accelerator Processors, PCIe devices, firmware inventory or
 real task monitor, so the project ships this small emulator. Run it with the
-``ironic-accel-bmc-emulator`` console script, or build the WSGI app with
-:func:`accel_tools.emulator.app.create_app`. See README.rst in this package.
+``ironic-accel-bmc-emulator`` console script (:mod:`.main`), or build the WSGI
+app with :func:`accel_tools.emulator.app.create_app`. See README.rst in this
+package.
+
+- :mod:`.app`: the WSGI app (the Redfish routes, updates, tasks);
+- :mod:`.state`: systems, devices, faults, tasks and sessions;
+- :mod:`.devices`: a system's device inventory, validated and defaulted;
+- :mod:`.resources` and :mod:`.network`: the Redfish documents it serves;
+- :mod:`.images`: the firmware images it understands and fetches;
+- :mod:`.faults`: the fault and inspection API (not under ``/redfish``);
+- :mod:`.recorded` and :mod:`.record_cli`: recording a real BMC and serving
+  the recording;
+- :mod:`.exception`: errors that become Redfish error responses.
 """

@@ -10,4 +10,16 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The cyborg_lite host agent: drivers, RPC endpoint and its client."""
+"""The cyborg_lite host agent: the host work the API asks for.
+
+- :mod:`.service`: the agent's RPC server, as its own process or embedded;
+- :mod:`.manager`: its RPC endpoint, which does the work through the drivers;
+- :mod:`.rpcapi`: the client the API calls it with; :mod:`.transport` the
+  oslo.messaging transports of both;
+- :mod:`.drivers`: one driver per family of devices;
+- :mod:`.privsep`: the few operations that run privileged;
+- :mod:`.images`: finding and fetching the image that programs a region;
+- :mod:`.handles`: matching what the agent discovers in-band to the
+  inventory document;
+- :mod:`.exception`: errors raised on the agent and re-raised on the caller.
+"""

@@ -11,4 +11,17 @@
 # under the License.
 
 
-"""The Cyborg v2-compatible REST API (Flask)."""
+"""The Cyborg v2-compatible REST API (Flask).
+
+- :mod:`.app`: the application factory; :mod:`.middleware` the WSGI
+  middleware around it, wired in one place; :mod:`.requestlog` one log line
+  per request;
+- :mod:`.routes`: every endpoint, in one table; :mod:`.handlers` one module
+  per resource; :mod:`.schemas` their request bodies;
+- :mod:`.microversion`: the microversions, declared once
+  (``rest_api_version_history.rst`` their history);
+- :mod:`.common`: what every handler uses; :mod:`.validation` what any
+  database and schema can take;
+- :mod:`.errors`: the one error handler (Cyborg's envelope);
+- :mod:`.health`: ``GET /healthcheck``.
+"""

@@ -11,4 +11,7 @@
 # under the License.
 
 
-"""Console scripts."""
+"""Console scripts: :mod:`.api` (``cyborg-lite-api``, the development
+server), :mod:`.agent` (``cyborg-lite-agent``, the host agent) and
+:mod:`.manage` (``cyborg-lite-manage``). The production API runs under a
+WSGI server (:mod:`cyborg_lite.wsgi`)."""

@@ -10,7 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""cyborg_lite configuration: one module per option group (or family)."""
+"""cyborg_lite configuration: one module per option group (or family).
+
+:mod:`.api`, :mod:`.database`, :mod:`.agent` (with ``[pci]``),
+:mod:`.programming`, :mod:`.scheduling`, :mod:`.pools`, :mod:`.inventory`,
+:mod:`.nova`, :mod:`.clients` (``[placement]``, ``[ironic]``, ``[glance]``)
+and :mod:`.metrics`; :mod:`.opts` is the entry point of
+oslo-config-generator.
+"""
 
 from cyborg_lite.conf import agent
 from cyborg_lite.conf import api

@@ -10,8 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Importing a Cyborg deployment's database into cyborg_lite.
+"""Importing a Cyborg deployment's database into cyborg_lite
+(``cyborg-lite-manage cyborg import``).
 
-One module per concern; ``schema`` detects which Cyborg schema revision
-the source database is at and refuses revisions it does not know.
+- :mod:`.schema`: which Cyborg schema revision the source database is at
+  (revisions it does not know are refused);
+- :mod:`.reader`: reading the Cyborg database, never writing to it;
+- :mod:`.plan`: what the import would do, every conflict settled;
+- :mod:`.placement`: checking the plan against Placement (read only);
+- :mod:`.importer`: applying the plan in one cyborg_lite transaction;
+- :mod:`.adopt`: moving imported devices onto the inventory's own regions.
 """

@@ -10,5 +10,20 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Persistence: SQLAlchemy models, alembic migrations, one data-access
-module."""
+"""Persistence: the models, their migrations, and each table's queries.
+
+- :mod:`.engine`: the engine (oslo.db) and its transactions;
+- :mod:`.models`: the SQLAlchemy models; :mod:`.migrations` the alembic
+  revisions, run by :mod:`.migration` (``cyborg-lite-manage db sync``);
+  :mod:`.schema` says whether the database is at the revision the code
+  needs;
+- one module of queries per table: :mod:`.arqs`, :mod:`.device_profiles`,
+  :mod:`.devices`, :mod:`.deployables`, :mod:`.attach_handles`,
+  :mod:`.attributes`, :mod:`.pools` (``function_pools``), :mod:`.leases`
+  (``periodic_leases``), :mod:`.agent_contacts`,
+  :mod:`.inventory_applied`; :mod:`.routing` the lookup routing's rows;
+- the bind's writer lives here too: the domain layer decides, this layer
+  writes;
+- :mod:`.counts`: the read-only counts of the metrics endpoint;
+  :mod:`.purge`: ``cyborg-lite-manage db purge``.
+"""

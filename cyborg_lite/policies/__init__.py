@@ -11,8 +11,9 @@
 # under the License.
 
 
-"""Policy defaults (CONTRACT.md §1), published through the
-``oslo.policy.policies`` entry point for oslopolicy-sample-generator.
+"""Policy defaults (Cyborg's own, see doc/source/reference/policy.rst),
+published through the ``oslo.policy.policies`` entry point for
+oslopolicy-sample-generator; :mod:`cyborg_lite.policy` enforces them.
 
 The hard service-token checks (bind, unbind, delete-by-instance, deleting a
 bound ARQ) are not policy: they live in the ARQ handlers, as in real Cyborg,

@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""cyborg_lite_dra's options, one module per group; each has
-register_opts(conf) and list_opts()."""
+"""cyborg_lite_dra's options, one module per group: :mod:`.dra` (the
+plugin and its sockets), :mod:`.cyborg` (the cyborg_lite API it calls) and
+:mod:`.placement`; each has register_opts(conf) and list_opts()."""
 
 from oslo_config import cfg
 

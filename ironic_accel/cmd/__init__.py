@@ -9,3 +9,6 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
+
+"""Console scripts of the Ironic side: :mod:`.manage`
+(``ironic-accel-manage``)."""

@@ -11,8 +11,9 @@
 # under the License.
 
 """ironic_accel options, registered on Ironic's global CONF when the plugin
-is loaded. One module per group; each has register_opts(conf) and
-list_opts()."""
+is loaded: :mod:`.accel_redfish` (``[ironic_accel]``, the steps and their
+BMC tasks) and :mod:`.placement` (``[placement]``, the reporter). Each has
+register_opts(conf) and list_opts()."""
 
 from ironic_accel.conf import accel_redfish
 from ironic_accel.conf import placement

@@ -13,9 +13,13 @@
 """Placement reporting of accelerator providers (doc/source/architecture.rst,
 "Who owns what in Placement").
 
-:func:`report_after_refresh` runs after every inventory refresh and
-:func:`report_nodes` from the conductor periodic; both are no-ops when
-``[placement]`` is not configured.
+- :mod:`.reporter`: a node's providers from the desired tree, written with
+  generation checks; :func:`report_after_refresh` runs after every
+  inventory refresh, :func:`report_nodes` from the conductor periodic;
+  both are no-ops when ``[placement]`` is not configured;
+- :mod:`.periodic`: that conductor periodic;
+- :mod:`.migrate_flat`: moving a host from the legacy flat model to nested
+  providers (``ironic-accel-manage placement migrate-flat``).
 """
 
 from ironic_accel.placement.reporter import report  # noqa: F401

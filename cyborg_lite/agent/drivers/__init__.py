@@ -10,7 +10,15 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Accelerator drivers, loaded with stevedore from ``cyborg_lite.drivers``."""
+"""Accelerator drivers, loaded with stevedore from ``cyborg_lite.drivers``.
+
+:mod:`.base` is the narrow interface each implements; :mod:`.intel_opae`
+(Intel FPGAs through OPAE), :mod:`.xilinx_xrt` (Alveo cards through XRT),
+:mod:`.nvidia_mdev` (vGPUs as mediated devices), :mod:`.pci` (whole PCI
+functions, configured by :mod:`.pci_spec`) and :mod:`.sim` (simulated
+devices) are the drivers; :mod:`._host` runs vendor tools and reads PCI
+sysfs for the real ones.
+"""
 
 from stevedore import driver as stevedore_driver
 from stevedore import exception as stevedore_exception

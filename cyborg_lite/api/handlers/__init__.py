@@ -11,4 +11,8 @@
 # under the License.
 
 
-"""Request handlers, one module (and Blueprint) per resource."""
+"""Request handlers, one module (and Blueprint) per resource:
+:mod:`.accelerator_requests`, :mod:`.device_profiles`, :mod:`.devices`,
+:mod:`.deployables`, :mod:`.attributes` and :mod:`.versions` (the version
+documents). Each reads the context, checks policy and the body, makes one
+call into the domain layer and serializes its answer."""

@@ -11,7 +11,9 @@
 # under the License.
 
 
-"""JSON schemas of request bodies, one module per resource."""
+"""JSON schemas of request bodies, one module per resource
+(:mod:`.accelerator_requests`, :mod:`.device_profiles`, :mod:`.deployables`,
+:mod:`.attributes`), and :func:`validate`, which checks a body against one."""
 
 import jsonschema
 

@@ -10,3 +10,4 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+"""The alembic revisions of cyborg_lite's schema, one per change."""
