@@ -12,8 +12,8 @@
 
 """cyborg_lite: a slim Cyborg (the Cyborg v2 API Nova calls).
 
-One API process (Flask, with its background work) and one agent per
-compute host, over one database:
+The API service (Flask, with its background work) over one database,
+and one agent per compute host for the work only a host can do:
 
 - :mod:`.api`: the REST API (its route table, handlers and schemas);
 - :mod:`.binding` and :mod:`.arq_states`: binding accelerator requests,
