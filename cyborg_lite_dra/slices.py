@@ -50,6 +50,11 @@ TAINTS = {MAINTAINING: ("maintaining", "NoSchedule"),
           ERROR: ("error", "NoSchedule"),
           WARNING: ("unhealthy", "NoSchedule"),
           CRITICAL: ("unhealthy", "NoExecute")}
+#: What cyborg_lite's v2 API says of a disabled device (its ``status``) and
+#: of a region whose programming failed (its ``state``): cyborg_lite's
+#: ``DeviceStatus.MAINTAINING`` and ``RegionState.ERROR``, read over HTTP.
+API_DEVICE_MAINTAINING = "maintaining"
+API_REGION_ERROR = "error"
 #: The taint of a device whose every unit VMs hold (in Placement).
 HELD_BY_VMS = ("held-by-vms", "all-units", "NoSchedule")
 
@@ -71,9 +76,9 @@ def health(device):
         return GONE
     if device.device_health == accel_inventory.Health.CRITICAL:
         return CRITICAL
-    if device.region_state == ERROR:
+    if device.region_state == API_REGION_ERROR:
         return ERROR
-    if device.device_status == MAINTAINING:
+    if device.device_status == API_DEVICE_MAINTAINING:
         return MAINTAINING
     if device.device_health == accel_inventory.Health.WARNING:
         return WARNING
