@@ -18,7 +18,6 @@ claim's bind (and its Placement allocation) to the sibling region, and the
 claim says in ``status.devices``, and its CDI spec gives the container,
 the handle it really got."""
 
-import json
 import uuid
 
 import pytest
@@ -85,12 +84,6 @@ def _boot(node, profile, rp_uuid):
     return instance, bound
 
 
-def _address(arq):
-    info = arq["attach_handle_info"]
-    return (f"{info['domain']}:{info['bus']}:{info['device']}."
-            f"{info['function']}")
-
-
 def _allocations(node, consumer):
     body = node.api.get(f"/allocations/{consumer}")
     return body, {rp: a["resources"]
@@ -135,7 +128,7 @@ def test_a_claim_moved_to_a_sibling_region_names_the_handle_it_got(
     # ... and cyborg_lite bound it to the sibling, programmed for it.
     (arq,) = cyborg.arqs_of(uid)
     assert (arq["state"], arq["device_rp_uuid"]) == ("Bound", r1)
-    address = _address(arq)
+    address = env.handle_address(arq)
     assert address in r1_handles
     assert cyborg.region(1)["function_id"] == "nlb3"
     assert cyborg.region(0)["function_id"] == "nlb0"
@@ -154,9 +147,7 @@ def test_a_claim_moved_to_a_sibling_region_names_the_handle_it_got(
     assert _candidates(node, 2) == set()
 
     # status.devices names the sibling's handle, valid upstream.
-    entries = env.wait(lambda: kube_apiserver.claims[(namespace, name)][
-        "status"].get("devices"), "the claim's device status")
-    (status,) = entries
+    (status,) = env.device_status(kube_apiserver, claim)
     assert (status["driver"], status["pool"], status["device"]) == (
         env.DRIVER, plugin.node, REGION0)
     assert status["data"] == {"handles": [{
@@ -173,8 +164,7 @@ def test_a_claim_moved_to_a_sibling_region_names_the_handle_it_got(
             in kube_apiserver.claim_status_writes] == [[]]
 
     # The container is given the same handle.
-    spec = json.loads((plugin.cdi_dir / f"{env.DRIVER}-accelerator_{uid}"
-                                        f".json").read_text())
+    spec = plugin.cdi_spec(uid)
     (device,) = spec["devices"]
     assert device["name"] == f"{uid}-{REGION0}"
     assert device["containerEdits"]["deviceNodes"] == [
@@ -200,3 +190,45 @@ def test_a_claim_moved_to_a_sibling_region_names_the_handle_it_got(
                          cyborg.profile("nlb3", amount=2))
     assert plugin.prepare([again])[again[1]][0] == ""
     assert {a["device_rp_uuid"] for a in cyborg.arqs_of(again[1])} == {r1}
+
+
+def test_a_moved_claim_s_unit_is_not_offered_again_on_the_sibling(
+        shared, kube_apiserver):
+    node, cyborg = shared, shared.cyborg
+    r0, r1 = cyborg.rps
+    plugin = node.plugin(**{"dra.partitionable_devices": "true"}).start()
+    env.wait(lambda: kube_apiserver.slices, "the slice")
+    claim = env.allocate(kube_apiserver, plugin, f"{REGION0}-h0",
+                         cyborg.profile("nlb3"))
+    _boot(node, cyborg.profile("nlb0"), r0)
+
+    assert plugin.prepare([claim])[claim[1]][0] == ""
+    (arq,) = cyborg.arqs_of(claim[1])
+    assert arq["device_rp_uuid"] == r1
+
+    # The Kubernetes scheduler counts the claim's unit on region 0, where
+    # it allocated it; on region 1 the slice counts it as taken.
+    def counters(wanted):
+        found = {c["name"]: c["counters"]["handles"]["value"]
+                 for s in kube_apiserver.slices.values()
+                 for c in s["spec"].get("sharedCounters", [])}
+        return found.get(REGION1) == wanted and found
+
+    env.wait(lambda: counters("1"), "region 1's counter with one handle")
+    devices = {d["name"] for s in kube_apiserver.slices.values()
+               for d in s["spec"]["devices"]}
+    assert REGION1 not in devices
+    assert {f"{REGION1}-h0", f"{REGION1}-h1"} <= devices
+
+    def share_of_r1(device):
+        return device["name"].startswith(f"{REGION1}-h")
+
+    kube_apiserver.schedule("default", "s0", env.DRIVER, plugin.node,
+                            select=share_of_r1)
+    with pytest.raises(LookupError):
+        kube_apiserver.schedule("default", "s1", env.DRIVER, plugin.node,
+                                select=share_of_r1)
+    assert all(p == [] for _, _, p in kube_apiserver.writes)
+
+    assert plugin.unprepare([claim]) == {claim[1]: ""}
+    env.wait(lambda: counters("2"), "region 1's counter with both handles")
