@@ -50,6 +50,28 @@ def plugin_factory(tmp_path, cyborg_lite, kube_apiserver):
 
 
 @pytest.fixture
+def slow_node(tmp_path, kube_apiserver):
+    """``slow_node(program_seconds)``: a cyborg_lite whose programming
+    takes that long and a plugin on it, started, whose kubelet calls wait
+    1 s (``[dra] prepare_wait``); ``(cyborg_lite, plugin)``, both closed
+    after the test."""
+    made = []
+
+    def factory(program_seconds):
+        slow = env.CyborgLite(tmp_path / "slow",
+                              program_seconds=program_seconds)
+        made.append(slow)
+        plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
+                            **{"dra.prepare_wait": 1})
+        made.append(plugin)
+        return slow, plugin.start()
+
+    yield factory
+    for each in reversed(made):
+        each.close()
+
+
+@pytest.fixture
 def plugin(plugin_factory):
     """One plugin, started and registered."""
     return plugin_factory().start()
