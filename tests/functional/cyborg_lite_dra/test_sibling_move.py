@@ -231,3 +231,50 @@ def test_a_moved_claim_s_unit_is_not_offered_again_on_the_sibling(
 
     assert plugin.unprepare([claim]) == {claim[1]: ""}
     env.wait(lambda: counters("2"), "region 1's counter with both handles")
+
+
+def test_a_claim_goes_to_the_sibling_that_already_runs_its_function(
+        shared, kube_apiserver):
+    # A VM runs nlb3 on region 1 with a handle free; the claim asking for
+    # nlb3 was allocated the idle region 0: cyborg_lite binds it on
+    # region 1 at once and moves its allocation there, region 0 stays
+    # idle for another function.
+    node, cyborg = shared, shared.cyborg
+    r0, r1 = cyborg.rps
+    plugin = node.plugin().start()
+    env.wait(lambda: kube_apiserver.slices, "the slice")
+    nlb3 = cyborg.profile("nlb3")
+    vm, _ = _boot(node, nlb3, r1)
+    claim = env.allocate(kube_apiserver, plugin, REGION0, nlb3)
+    namespace, uid, name = claim
+
+    assert plugin.prepare([claim])[uid][0] == ""
+
+    (arq,) = cyborg.arqs_of(uid)
+    assert (arq["state"], arq["device_rp_uuid"]) == ("Bound", r1)
+    assert cyborg.region(0)["function_id"] is None
+    assert _allocations(node, uid)[1] == {r1: {"FPGA": 1}}
+    assert _usage(node, r0) == {"FPGA": 0}
+    (status,) = env.device_status(kube_apiserver, claim)
+    assert status["device"] == REGION0
+    (handle,) = status["data"]["handles"]
+    assert (handle["pciBusID"], handle["resourceProviderUUID"],
+            handle["allocatedResourceProviderUUID"]) == (
+        env.handle_address(arq), r1, r0)
+    assert [problems for _, _, problems
+            in kube_apiserver.claim_status_writes] == [[]]
+
+    # The VM and the moved claim hold region 1's two handles: it is not
+    # offered until the claim ends.
+
+    def offered():
+        return {d["name"] for s in kube_apiserver.slices.values()
+                for d in s["spec"]["devices"]}
+
+    env.wait(lambda: REGION1 not in offered(), "region 1 withdrawn")
+
+    assert plugin.unprepare([claim]) == {uid: ""}
+    assert _allocations(node, uid)[1] == {}
+    assert _usage(node, r1) == {"FPGA": 1}
+    assert [a["instance_uuid"] for a in cyborg.arqs()] == [vm]
+    env.wait(lambda: REGION1 in offered(), "region 1 offered again")
