@@ -96,3 +96,11 @@ class Checkpoint:
         """The claim uids recorded."""
         with self._lock:
             return sorted(self._claims)
+
+    def allocated(self):
+        """``{claim uid: resource provider uuids}``: the providers of the
+        devices the scheduler allocated to each recorded claim."""
+        with self._lock:
+            return {uid: sorted({entry["rp_uuid"] for entry in
+                                 record.get("arqs", {}).values()})
+                    for uid, record in self._claims.items()}

@@ -21,6 +21,12 @@ second for the last unit, and GET /allocation_candidates stops offering a
 unit a pod holds. The other way, :meth:`Ledger.free` reads what the
 providers' other consumers (VMs) hold, so the slices stop offering what
 VMs fill (:mod:`cyborg_lite_dra.slices`).
+
+When the region a claim was allocated cannot serve it at bind time,
+cyborg_lite binds it to a sibling region and moves its allocation there
+(:mod:`cyborg_lite.scheduling.siblings`): the Kubernetes scheduler still
+counts the claim's units on the device it allocated, so on the sibling
+they are counted as other consumers' are.
 """
 
 import logging
@@ -55,9 +61,12 @@ class Ledger:
     :param conf: the plugin's ConfigOpts, ``[placement]`` configured.
     :param client: a :class:`accel_common.placement.client.Client`
         (built from ``[placement]`` on first use when None).
-    :param known: optional ``known() -> claim uids`` the plugin records
-        (its checkpoint's): a claim's allocation on the node's providers
-        without a record is logged as a leak.
+    :param known: optional ``known() -> {claim uid: provider uuids}``,
+        the claims the plugin records (its checkpoint's) and the providers
+        of the devices the scheduler allocated them: a claim's allocation
+        on the node's providers without a record is logged as a leak, one
+        on a provider it was not allocated (a sibling move) is counted as
+        held by others.
     """
 
     def __init__(self, conf, client=None, known=None):
@@ -160,14 +169,16 @@ class Ledger:
         """``{rp uuid: units not held by other consumers than claims}``
         for ``units`` (``{rp uuid: resource class}``): the provider's
         ``total - reserved`` less what VMs (any consumer not of type
-        :data:`CONSUMER_TYPE`) hold. A provider Placement does not have or
-        that cannot be read is left out (nothing known of it)."""
+        :data:`CONSUMER_TYPE`) and claims moved there from the device
+        the scheduler allocated them hold. A provider Placement does not
+        have or that cannot be read is left out (nothing known of it)."""
         found = {}
         try:
             client = self._placement()
         except LedgerError as error:
             LOG.warning("%s", error)
             return found
+        allocated = self._known() if self._known is not None else {}
         seen, claims = set(), set()
         for rp_uuid, rc in units.items():
             try:
@@ -183,8 +194,9 @@ class Ledger:
                         continue
                     if self._type(client, consumer) == CONSUMER_TYPE:
                         claims.add(consumer)
-                    else:
-                        others += amount
+                        if rp_uuid in allocated.get(consumer, (rp_uuid,)):
+                            continue
+                    others += amount
             except accel_exception.PlacementError as error:
                 LOG.debug("No usage of %s: %s", rp_uuid, error)
                 continue

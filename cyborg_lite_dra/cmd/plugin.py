@@ -102,7 +102,7 @@ def run(conf, stop):
     traits = accounts = None
     if clients.is_configured(conf, "placement"):
         traits = functions.FunctionTraits(conf)
-        accounts = ledger.Ledger(conf, known=records.uids)
+        accounts = ledger.Ledger(conf, known=records.allocated)
     node_inventory = inventory.NodeInventory(
         client, conf.dra.node_name, traits,
         free=accounts.free if accounts else None)

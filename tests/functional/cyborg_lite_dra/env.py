@@ -382,6 +382,11 @@ class Plugin:
         path = self.plugin_dir / "checkpoint.json"
         return json.loads(path.read_text()) if path.exists() else None
 
+    def cdi_spec(self, uid):
+        """The CDI spec the plugin wrote for claim ``uid``."""
+        return json.loads((self.cdi_dir / f"{DRIVER}-accelerator_{uid}.json")
+                          .read_text())
+
 
 def wait(predicate, what, timeout=30):
     """Poll ``predicate`` until it returns something true; return that."""
@@ -392,6 +397,21 @@ def wait(predicate, what, timeout=30):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def handle_address(arq):
+    """The PCI address of the attach handle a bound ARQ got."""
+    info = arq["attach_handle_info"]
+    return (f"{info['domain']}:{info['bus']}:{info['device']}."
+            f"{info['function']}")
+
+
+def device_status(apiserver, claim):
+    """The claim's ``status.devices``, once the plugin wrote it (in the
+    background after the prepare)."""
+    namespace, _, name = claim
+    return wait(lambda: apiserver.claims[(namespace, name)]["status"].get(
+        "devices"), "the claim's device status")
 
 
 def allocate(apiserver, plugin, device, profile=None, request="accel",

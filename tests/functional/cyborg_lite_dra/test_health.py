@@ -47,34 +47,27 @@ def test_no_health_service_with_port_minus_one(plugin_factory):
 
 
 def test_programming_longer_than_a_kubelet_call_keeps_the_plugin_live(
-        tmp_path, kube_apiserver):
+        slow_node, kube_apiserver):
     # The kubelet's prepare call gives up after 45 s; programming a region
     # may take minutes. The call is answered "still being prepared" after
     # [dra] prepare_wait, the bind goes on, the probe keeps answering
     # (the kubelet does not restart the plugin) and the kubelet's next call
     # gets the result.
-    slow = env.CyborgLite(tmp_path / "slow", program_seconds=4)
-    plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
-                        **{"dra.prepare_wait": 1})
-    try:
-        plugin.start()
-        claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             slow.profile("nlb3"))
-        uid = claim[1]
-        error, _ = plugin.prepare([claim])[uid]
-        assert "is still being prepared" in error
+    slow, plugin = slow_node(4)
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         slow.profile("nlb3"))
+    uid = claim[1]
+    error, _ = plugin.prepare([claim])[uid]
+    assert "is still being prepared" in error
 
-        started = time.monotonic()
-        assert plugin.health() == SERVING
-        assert time.monotonic() - started < 2
-        assert slow.region(0)["function_id"] != "nlb3"
+    started = time.monotonic()
+    assert plugin.health() == SERVING
+    assert time.monotonic() - started < 2
+    assert slow.region(0)["function_id"] != "nlb3"
 
-        def prepared():
-            answer = plugin.prepare([claim])[uid]
-            return answer[0] == "" and answer
-        env.wait(prepared, "the prepared claim", timeout=30)
-        assert slow.region(0)["function_id"] == "nlb3"
-        assert plugin.health() == SERVING
-    finally:
-        plugin.close()
-        slow.close()
+    def prepared():
+        answer = plugin.prepare([claim])[uid]
+        return answer[0] == "" and answer
+    env.wait(prepared, "the prepared claim", timeout=30)
+    assert slow.region(0)["function_id"] == "nlb3"
+    assert plugin.health() == SERVING

@@ -22,8 +22,6 @@ import uuid
 
 import pytest
 
-from accel_common.placement import client as placement_client
-from ironic_accel.placement import reporter
 from tests.fixtures import databases
 from tests.fixtures import placement as placement_fixture
 from tests.functional.cyborg_lite_dra import env
@@ -31,34 +29,6 @@ from tests.functional.cyborg_lite_dra import env
 REGION0 = "fpga-0000-0f-00-0-r0"
 REGION1 = "fpga-0000-0f-00-0-r1"
 MV = {"openstack-api-version": "placement 1.39"}
-
-
-@pytest.fixture
-def node(tmp_path, placement_server, kube_apiserver, request):
-    """cyborg_lite's node reported to a real Placement (as the Ironic
-    conductor reports it), and a plugin factory with ``[placement]``;
-    parametrized indirectly, the options of :class:`env.CyborgLite`."""
-    server = env.CyborgLite(tmp_path / "cyborg",
-                            **(getattr(request, "param", None) or {}))
-    conn = placement_server.connection()
-    root, _ = placement_fixture.create_compute_node(conn, name=server.host)
-    reporter.report(placement_client.Client(conn), server.document)
-    made = []
-
-    def plugin(directory="plugin", **options):
-        made.append(env.Plugin(tmp_path / directory, server, kube_apiserver,
-                               **{"placement.auth_type": "admin_token",
-                                  "placement.endpoint": placement_server.url,
-                                  "placement.token": "admin", **options}))
-        return made[-1]
-
-    yield types.SimpleNamespace(
-        cyborg=server, root=root, plugin=plugin,
-        api=placement_fixture.PlacementAPI(placement_server.url))
-    for each in made:
-        each.close()
-    server.close()
-    conn.close()
 
 
 def _candidates(node, amount=1):

@@ -87,9 +87,7 @@ def test_a_container_sees_the_device_and_the_variables(
         assert error == ""
         (cdi_id,) = devices[0][3]
         (arq,) = cyborg_lite.arqs_of(uid)
-        info = arq["attach_handle_info"]
-        address = (f"{info['domain']}:{info['bus']}:{info['device']}."
-                   f"{info['function']}")
+        address = env.handle_address(arq)
         node = f"/dev/cyborg-lite/{address.replace(':', '-')}"
 
         run = subprocess.run(
@@ -161,9 +159,7 @@ def test_two_containers_share_a_partitioned_region(
             (cdi_id,) = devices[0][3]
             (arq,) = cyborg_lite.arqs_of(claim[1])
             assert arq["device_rp_uuid"] == cyborg_lite.rps[0]
-            info = arq["attach_handle_info"]
-            address = (f"{info['domain']}:{info['bus']}:{info['device']}."
-                       f"{info['function']}")
+            address = env.handle_address(arq)
             run = subprocess.run(
                 RUN + ["--device", cdi_id, busybox_image, "/bin/sh", "-c",
                        "ls /dev/cyborg-lite && env"],

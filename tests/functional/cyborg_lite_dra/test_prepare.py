@@ -27,11 +27,6 @@ REGION0 = "fpga-0000-0f-00-0-r0"
 REGION1 = "fpga-0000-0f-00-0-r1"
 
 
-def _spec(plugin, uid):
-    return json.loads(
-        (plugin.cdi_dir / f"{env.DRIVER}-accelerator_{uid}.json").read_text())
-
-
 @pytest.mark.parametrize("cyborg_lite", [{"gpu": True}], indirect=True)
 def test_a_whole_gpu_bound_to_vfio_is_given_its_vfio_group(
         tmp_path, plugin_factory, cyborg_lite, kube_apiserver):
@@ -50,7 +45,7 @@ def test_a_whole_gpu_bound_to_vfio_is_given_its_vfio_group(
     error, devices = plugin.prepare([claim])[uid]
 
     assert error == ""
-    spec = _spec(plugin, uid)
+    spec = plugin.cdi_spec(uid)
     (device,) = spec["devices"]
     assert device["containerEdits"]["deviceNodes"] == [
         {"path": "/dev/vfio/67"}]
@@ -80,12 +75,10 @@ def test_prepare_binds_programs_and_writes_the_cdi_spec(
     assert arq["device_profile_name"] == profile
     # The region was programmed with the profile's function on bind.
     assert cyborg_lite.region(0)["function_id"] == "nlb3"
-    spec = _spec(plugin, uid)
+    spec = plugin.cdi_spec(uid)
     assert spec["kind"] == f"{env.DRIVER}/accelerator"
     assert spec["cdiVersion"] == cdi.minimum_version(spec) == "0.5.0"
-    info = arq["attach_handle_info"]
-    address = (f"{info['domain']}:{info['bus']}:{info['device']}."
-               f"{info['function']}")
+    address = env.handle_address(arq)
     (device,) = spec["devices"]
     assert device["name"] == f"{uid}-{REGION0}"
     assert device["containerEdits"]["deviceNodes"] == [
@@ -220,52 +213,38 @@ def test_a_restarted_plugin_answers_and_unprepares_what_it_prepared(
 
 
 def test_programming_longer_than_a_call_is_answered_in_progress(
-        tmp_path, kube_apiserver):
-    slow = env.CyborgLite(tmp_path / "slow", program_seconds=4)
-    plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
-                        **{"dra.prepare_wait": 1})
-    try:
-        plugin.start()
-        claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             slow.profile("nlb0"))
-        uid = claim[1]
-        error, devices = plugin.prepare([claim])[uid]
-        assert "is still being prepared" in error and devices == []
-        (arq,) = slow.arqs_of(uid)
-        assert arq["state"] == "BindStarted"
+        slow_node, kube_apiserver):
+    slow, plugin = slow_node(4)
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         slow.profile("nlb0"))
+    uid = claim[1]
+    error, devices = plugin.prepare([claim])[uid]
+    assert "is still being prepared" in error and devices == []
+    (arq,) = slow.arqs_of(uid)
+    assert arq["state"] == "BindStarted"
 
-        answer = {}
-        for _ in range(30):
-            answer = plugin.prepare([claim])[uid]
-            if not answer[0]:
-                break
-            time.sleep(0.5)
-        assert answer[0] == "" and answer[1][0][2] == REGION0
-        # One ARQ, bound once, however many calls it took.
-        assert [a["uuid"] for a in slow.arqs_of(uid)] == [arq["uuid"]]
-        assert slow.region(0)["function_id"] == "nlb0"
-    finally:
-        plugin.close()
-        slow.close()
+    answer = {}
+    for _ in range(30):
+        answer = plugin.prepare([claim])[uid]
+        if not answer[0]:
+            break
+        time.sleep(0.5)
+    assert answer[0] == "" and answer[1][0][2] == REGION0
+    # One ARQ, bound once, however many calls it took.
+    assert [a["uuid"] for a in slow.arqs_of(uid)] == [arq["uuid"]]
+    assert slow.region(0)["function_id"] == "nlb0"
 
 
 def test_unprepare_during_programming_stops_and_frees(
-        tmp_path, kube_apiserver):
-    slow = env.CyborgLite(tmp_path / "slow", program_seconds=3)
-    plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
-                        **{"dra.prepare_wait": 1})
-    try:
-        plugin.start()
-        claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             slow.profile("nlb0"))
-        assert "still being prepared" in plugin.prepare([claim])[claim[1]][0]
+        slow_node, kube_apiserver):
+    slow, plugin = slow_node(3)
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         slow.profile("nlb0"))
+    assert "still being prepared" in plugin.prepare([claim])[claim[1]][0]
 
-        assert plugin.unprepare([claim]) == {claim[1]: ""}
-        assert slow.arqs() == []
-        assert plugin.checkpoint()["claims"] == {}
-    finally:
-        plugin.close()
-        slow.close()
+    assert plugin.unprepare([claim]) == {claim[1]: ""}
+    assert slow.arqs() == []
+    assert plugin.checkpoint()["claims"] == {}
 
 
 def test_lists_split_in_pages_are_read_whole(tmp_path, kube_apiserver):
@@ -280,7 +259,7 @@ def test_lists_split_in_pages_are_read_whole(tmp_path, kube_apiserver):
         error, devices = plugin.prepare([claim])[claim[1]]
 
         assert error == "" and devices[0][2] == REGION1
-        spec = _spec(plugin, claim[1])
+        spec = plugin.cdi_spec(claim[1])
         assert len(spec["devices"][0]["containerEdits"]["deviceNodes"]) == 2
         (slice_,) = env.wait(lambda: list(kube_apiserver.slices.values()),
                              "the slice")
@@ -305,38 +284,23 @@ def test_concurrent_calls_for_one_claim_bind_once(plugin, cyborg_lite,
 
 
 def test_a_plugin_killed_while_binding_resumes_from_the_checkpoint(
-        tmp_path, kube_apiserver):
-    slow = env.CyborgLite(tmp_path / "slow", program_seconds=3)
-    plugin = env.Plugin(tmp_path / "plugin", slow, kube_apiserver,
-                        **{"dra.prepare_wait": 1})
-    try:
-        plugin.start()
-        claim = env.allocate(kube_apiserver, plugin, REGION0,
-                             slow.profile("nlb3"))
-        uid = claim[1]
-        assert "still being prepared" in plugin.prepare([claim])[uid][0]
-        (arq,) = slow.arqs_of(uid)
-        assert plugin.checkpoint()["claims"][uid]["state"] == "binding"
+        slow_node, kube_apiserver):
+    slow, plugin = slow_node(3)
+    claim = env.allocate(kube_apiserver, plugin, REGION0,
+                         slow.profile("nlb3"))
+    uid = claim[1]
+    assert "still being prepared" in plugin.prepare([claim])[uid][0]
+    (arq,) = slow.arqs_of(uid)
+    assert plugin.checkpoint()["claims"][uid]["state"] == "binding"
 
-        plugin.kill()
-        plugin.start()
-        answer = env.wait(lambda: (lambda a: not a[0] and a)(
-            plugin.prepare([claim])[uid]), "the prepared claim")
+    plugin.kill()
+    plugin.start()
+    answer = env.wait(lambda: (lambda a: not a[0] and a)(
+        plugin.prepare([claim])[uid]), "the prepared claim")
 
-        assert answer[1][0][2] == REGION0
-        assert [a["uuid"] for a in slow.arqs_of(uid)] == [arq["uuid"]]
-        assert plugin.checkpoint()["claims"][uid]["state"] == "prepared"
-    finally:
-        plugin.close()
-        slow.close()
-
-
-def _device_status(kube_apiserver, claim):
-    """The claim's status.devices, once the plugin wrote it (in the
-    background after the prepare)."""
-    namespace, _, name = claim
-    return env.wait(lambda: kube_apiserver.claims[(namespace, name)][
-        "status"].get("devices"), "the claim's device status")
+    assert answer[1][0][2] == REGION0
+    assert [a["uuid"] for a in slow.arqs_of(uid)] == [arq["uuid"]]
+    assert plugin.checkpoint()["claims"][uid]["state"] == "prepared"
 
 
 def test_the_claim_status_says_which_handle_the_container_got(
@@ -348,10 +312,8 @@ def test_the_claim_status_says_which_handle_the_container_got(
     assert plugin.prepare([claim])[uid][0] == ""
 
     (arq,) = cyborg_lite.arqs_of(uid)
-    info = arq["attach_handle_info"]
-    address = (f"{info['domain']}:{info['bus']}:{info['device']}."
-               f"{info['function']}")
-    (status,) = _device_status(kube_apiserver, claim)
+    address = env.handle_address(arq)
+    (status,) = env.device_status(kube_apiserver, claim)
     assert (status["driver"], status["pool"], status["device"]) == (
         env.DRIVER, plugin.node, REGION0)
     (ready,) = status["conditions"]
@@ -379,7 +341,7 @@ def test_a_nic_vf_with_a_netdev_gets_network_data(
 
     assert plugin.prepare([claim])[claim[1]][0] == ""
 
-    (status,) = _device_status(kube_apiserver, claim)
+    (status,) = env.device_status(kube_apiserver, claim)
     (arq,) = cyborg_lite.arqs_of(claim[1])
     index = [h["pci_address"] for r in cyborg_lite.device["regions"]
              for h in r["attach_handles"]].index(

@@ -30,6 +30,27 @@ def _node_slices(apiserver, node):
             if s["spec"]["nodeName"] == node]
 
 
+def _wait_devices(apiserver, node, accept, what):
+    """Wait until ``accept(devices)`` is true of the devices of the node's
+    one slice; returns them."""
+    def accepted():
+        (slice_,) = _node_slices(apiserver, node)
+        devices = slice_["spec"]["devices"]
+        return accept(devices) and devices
+
+    return env.wait(accepted, what)
+
+
+def _writes_across_publish_rounds(apiserver):
+    """The API server's count of slice writes before and after three more
+    publish rounds of the plugin."""
+    writes = len(apiserver.writes)
+    lists = len(apiserver.requests)
+    env.wait(lambda: len(apiserver.requests) > lists + 2,
+             "more publish rounds")
+    return writes, len(apiserver.writes)
+
+
 def test_the_node_s_deployables_are_published_valid(plugin, cyborg_lite,
                                                     kube_apiserver):
     (slice_,) = env.wait(lambda: _node_slices(kube_apiserver, plugin.node),
@@ -141,37 +162,45 @@ def _device_uuid(cyborg_lite):
     return device["uuid"]
 
 
+def _device_action(cyborg_lite, action):
+    """``POST /v2/devices/{uuid}/<action>`` (``disable``, ``enable``) of
+    the node's device; ``(status, body)``."""
+    return cyborg_lite.call(
+        "POST", f"/v2/devices/{_device_uuid(cyborg_lite)}/{action}",
+        env.ADMIN)
+
+
+def _untainted(devices):
+    return not any(d.get("taints") for d in devices)
+
+
+def _maintaining(devices):
+    return all(d["attributes"]["health"] == {"string": "maintaining"}
+               for d in devices)
+
+
 def test_a_disabled_device_is_tainted_and_untainted_on_enable(
         plugin_factory, cyborg_lite, kube_apiserver):
     plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
     env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
-    uuid_ = _device_uuid(cyborg_lite)
 
-    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
-                                    env.ADMIN)
+    status, body = _device_action(cyborg_lite, "disable")
     assert status in (200, 202, 204), body
 
-    def tainted():
-        (slice_,) = _node_slices(kube_apiserver, plugin.node)
-        devices = slice_["spec"]["devices"]
-        return all(d.get("taints") for d in devices) and devices
-
-    for device in env.wait(tainted, "the taints"):
+    for device in _wait_devices(
+            kube_apiserver, plugin.node,
+            lambda devices: all(d.get("taints") for d in devices),
+            "the taints"):
         assert device["taints"] == [{
             "key": f"{env.DRIVER}/maintaining", "value": "maintaining",
             "effect": "NoSchedule"}]
         assert device["attributes"]["health"] == {"string": "maintaining"}
 
-    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/enable",
-                                    env.ADMIN)
+    status, body = _device_action(cyborg_lite, "enable")
     assert status in (200, 202, 204), body
 
-    def untainted():
-        (slice_,) = _node_slices(kube_apiserver, plugin.node)
-        devices = slice_["spec"]["devices"]
-        return not any(d.get("taints") for d in devices) and devices
-
-    for device in env.wait(untainted, "the taints gone"):
+    for device in _wait_devices(kube_apiserver, plugin.node, _untainted,
+                                "the taints gone"):
         assert device["attributes"]["health"] == {"string": "ok"}
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
 
@@ -179,19 +208,11 @@ def test_a_disabled_device_is_tainted_and_untainted_on_enable(
 def test_without_device_taints_a_disabled_device_says_so_in_health(
         plugin, cyborg_lite, kube_apiserver):
     env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
-    uuid_ = _device_uuid(cyborg_lite)
-    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
-                                    env.ADMIN)
+    status, body = _device_action(cyborg_lite, "disable")
     assert status in (200, 202, 204), body
 
-    def maintaining():
-        (slice_,) = _node_slices(kube_apiserver, plugin.node)
-        devices = slice_["spec"]["devices"]
-        return all(d["attributes"]["health"] == {"string": "maintaining"}
-                   for d in devices) and devices
-
-    assert not any(d.get("taints") for d in env.wait(maintaining,
-                                                      "the health"))
+    assert not any(d.get("taints") for d in _wait_devices(
+        kube_apiserver, plugin.node, _maintaining, "the health"))
 
 
 def _program(cyborg_lite, rp_uuid, op):
@@ -240,12 +261,8 @@ def test_a_region_in_error_is_tainted_until_reset(
     status, body = _program(cyborg_lite, cyborg_lite.rps[1], "remove")
     assert status == 200, body
 
-    def untainted():
-        (slice_,) = _node_slices(kube_apiserver, plugin.node)
-        devices = slice_["spec"]["devices"]
-        return not any(d.get("taints") for d in devices) and devices
-
-    for device in env.wait(untainted, "the taint gone"):
+    for device in _wait_devices(kube_apiserver, plugin.node, _untainted,
+                                "the taint gone"):
         assert device["attributes"]["health"] == {"string": "ok"}
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
 
@@ -271,12 +288,6 @@ def test_without_device_taints_a_region_in_error_is_withdrawn(
     env.wait(back, "the region offered again")
 
 
-def _address(arq):
-    info = arq["attach_handle_info"]
-    return (f"{info['domain']}:{info['bus']}:{info['device']}."
-            f"{info['function']}")
-
-
 def test_two_claims_share_a_partitioned_region(plugin_factory, cyborg_lite,
                                                kube_apiserver):
     plugin = plugin_factory(**{"dra.partitionable_devices": "true"}).start()
@@ -299,11 +310,9 @@ def test_two_claims_share_a_partitioned_region(plugin_factory, cyborg_lite,
     assert [answers[c[1]][0] for c in claims] == ["", ""]
     arqs = [cyborg_lite.arqs_of(c[1]) for c in claims]
     assert [a["device_rp_uuid"] for (a,) in arqs] == [cyborg_lite.rps[0]] * 2
-    assert len({_address(a) for (a,) in arqs}) == 2
+    assert len({env.handle_address(a) for (a,) in arqs}) == 2
     for claim in claims:
-        (status,) = env.wait(
-            lambda c=claim: kube_apiserver.claims[(c[0], c[2])]["status"].get(
-                "devices"), "the claim's device status")
+        (status,) = env.device_status(kube_apiserver, claim)
         assert status["device"].startswith(f"{region}-h")
     assert all(problems == [] for _, _, problems in kube_apiserver.writes)
     assert plugin.unprepare(claims) == {c[1]: "" for c in claims}
@@ -324,11 +333,8 @@ def test_an_api_server_without_partitions_gets_whole_regions(
         "fpga-0000-0f-00-0-r0", "fpga-0000-0f-00-0-r1"]
     assert "DRAPartitionableDevices feature gate off" in plugin.log()
     assert "publishing without them" in plugin.log()
-    writes = len(kube_apiserver.writes)
-    lists = len(kube_apiserver.requests)
-    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
-             "more publish rounds")
-    assert len(kube_apiserver.writes) == writes
+    before, after = _writes_across_publish_rounds(kube_apiserver)
+    assert after == before
 
 
 def test_an_api_server_without_taints_gets_the_health_attribute_only(
@@ -336,21 +342,11 @@ def test_an_api_server_without_taints_gets_the_health_attribute_only(
     kube_apiserver.gates_off.add("DRADeviceTaints")
     plugin = plugin_factory(**{"dra.device_taints": "true"}).start()
     env.wait(lambda: _node_slices(kube_apiserver, plugin.node), "the slice")
-    uuid_ = _device_uuid(cyborg_lite)
-    status, body = cyborg_lite.call("POST", f"/v2/devices/{uuid_}/disable",
-                                    env.ADMIN)
+    status, body = _device_action(cyborg_lite, "disable")
     assert status in (200, 202, 204), body
     env.wait(lambda: "DRADeviceTaints feature gate off" in plugin.log(),
              "the logged fallback")
 
-    def maintaining():
-        (slice_,) = _node_slices(kube_apiserver, plugin.node)
-        return all(d["attributes"]["health"] == {"string": "maintaining"}
-                   for d in slice_["spec"]["devices"])
-
-    env.wait(maintaining, "the health")
-    writes = len(kube_apiserver.writes)
-    lists = len(kube_apiserver.requests)
-    env.wait(lambda: len(kube_apiserver.requests) > lists + 2,
-             "more publish rounds")
-    assert len(kube_apiserver.writes) == writes
+    _wait_devices(kube_apiserver, plugin.node, _maintaining, "the health")
+    before, after = _writes_across_publish_rounds(kube_apiserver)
+    assert after == before

@@ -30,12 +30,11 @@ from cyborg_lite.cyborg_import import reader
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite.inventory import ironic as inventory_ironic
-from ironic_accel.placement import reporter
 from tests.fixtures import cyborg17
 from tests.fixtures.cyborg import make_cyborg
 from tests.fixtures.cyborg_server import make_inventory
+from tests.functional.cyborg_lite.cyborg_import import cloud as cloud_mod
 from tests.functional.cyborg_lite.cyborg_import.test_import import NOVA
-from tests.functional.cyborg_lite.cyborg_import.test_import import PROJECT
 from tests.functional.cyborg_lite.cyborg_import.test_import import resolved
 from tests.functional.cyborg_lite.cyborg_import.test_import import run_import
 
@@ -45,14 +44,13 @@ HELD = {"3b5900c5-3086-4c85-90e7-21f99ceff209": "0000:0c:00.2",
         "5ff7383e-e532-4464-821f-7eb40995bd77": "0000:0c:00.3"}
 
 
-class Cloud:
+class Cloud(cloud_mod.Host):
     """A compute host where real Cyborg ran: its recorded database moved
     to a fresh host name, Cyborg's provider with Nova's allocations in
     Placement, and the host's inventory document (the same FPGA)."""
 
     def __init__(self, tmp_path, conn):
-        self.conn = conn
-        self.root, self.host = placement.create_compute_node(conn)
+        super().__init__(conn)
         self.cyborg_rp = str(uuid.uuid3(uuid.NAMESPACE_DNS,
                                         f"{self.host}_FakeDevice"))
         rows = cyborg17.recording()
@@ -85,40 +83,16 @@ class Cloud:
         self.document = inventory.validate(document)
         self.region_rp = region["rp_uuid"]
 
-    def call(self, method, url, body=None, ok=(200, 204)):
-        response = self.conn.placement.request(
-            url, method, json=body, microversion=placement.MICROVERSION)
-        assert response.status_code in ok, response.text
-        return response.json() if response.content else None
-
     def _cyborg_provider(self):
         """What Cyborg's conductor and Nova wrote: the provider with 16
         FPGA and the OWNER_CYBORG trait, one FPGA per Bound ARQ."""
-        self.call("POST", "/resource_providers", {
-            "uuid": self.cyborg_rp, "name": f"{self.host}_FakeDevice",
-            "parent_provider_uuid": self.root})
-        self.call("PUT", f"/resource_providers/{self.cyborg_rp}/inventories",
-                  {"resource_provider_generation": 0,
-                   "inventories": {"FPGA": {"total": 16}}})
+        self.cyborg_provider(self.cyborg_rp, f"{self.host}_FakeDevice",
+                             {"FPGA": 16})
         self.call("PUT", f"/resource_providers/{self.cyborg_rp}/traits",
                   {"resource_provider_generation": 1,
                    "traits": ["OWNER_CYBORG"]})
         for instance, arqs in self.bound.items():
-            self.call("PUT", f"/allocations/{instance}", {
-                "allocations": {self.cyborg_rp: {
-                    "resources": {"FPGA": len(arqs)}}},
-                "project_id": PROJECT, "user_id": "nova",
-                "consumer_generation": None, "consumer_type": "INSTANCE"})
-
-    def report(self):
-        """The Ironic reporter's report of the document (a new client, as
-        a restarted conductor)."""
-        client = placement_client.Client(self.conn)
-        return reporter.report(client, self.document)
-
-    def allocations(self, instance):
-        body = self.call("GET", f"/allocations/{instance}")
-        return {rp: a["resources"] for rp, a in body["allocations"].items()}
+            self.allocate(instance, self.cyborg_rp, {"FPGA": len(arqs)})
 
     def exists(self, rp_uuid):
         return self.conn.placement.get(
@@ -132,17 +106,6 @@ class Cloud:
 @pytest.fixture
 def cloud(tmp_path, placement_server, placement_conn):
     return Cloud(tmp_path, placement_conn)
-
-
-@pytest.fixture
-def lite_on_placement(tmp_path, db_url, placement_server):
-    """cyborg_lite on each database, with no inventory, on Placement."""
-    instance = make_cyborg(tmp_path, db_url=db_url, inventory=False)
-    placement.apply_client_conf(instance.conf, "placement",
-                                placement_server.url)
-    yield instance
-    instance.app.extensions["cyborg_lite"].notifier.shutdown()
-    instance.db.dispose()
 
 
 def twin_handles(db, rp_uuid):
@@ -185,19 +148,9 @@ def bind_new(lite, rp_uuid, host, count):
     handle addresses they got (None for a BindFailed) and the instances."""
     got, instances = [], []
     for _ in range(count):
-        response = lite.client.post(
-            "/v2/accelerator_requests", headers=NOVA,
-            json={"device_profile_name": "import-one"})
-        assert response.status_code == 201, response.get_data(as_text=True)
-        arq = response.get_json()["arqs"][0]["uuid"]
-        instance = str(uuid.uuid4())
+        instance, found = cloud_mod.bind_as_nova(lite, "import-one", rp_uuid,
+                                                 host)
         instances.append(instance)
-        lite.client.patch("/v2/accelerator_requests", headers=NOVA, json={
-            arq: [{"op": "add", "path": "/hostname", "value": host},
-                  {"op": "add", "path": "/device_rp_uuid", "value": rp_uuid},
-                  {"op": "add", "path": "/instance_uuid",
-                   "value": instance}]})
-        found = resolved(lite, instance)[arq]
         info = found["attach_handle_info"]
         got.append(f"{info['domain']}:{info['bus']}:{info['device']}."
                    f"{info['function']}" if info else None)
@@ -303,10 +256,7 @@ def test_region_too_small_moves_nothing(cloud, lite_on_placement, capsys):
     cloud.report()
     inventory_apply.apply_document(lite.db, cloud.document)
     # Another consumer takes all but two of the region's eight.
-    cloud.call("PUT", f"/allocations/{uuid.uuid4()}", {
-        "allocations": {cloud.region_rp: {"resources": {"FPGA": 6}}},
-        "project_id": PROJECT, "user_id": "nova",
-        "consumer_generation": None, "consumer_type": "INSTANCE"})
+    cloud.allocate(str(uuid.uuid4()), cloud.region_rp, {"FPGA": 6})
     assert run_import(lite.conf, cloud.source, apply=True) == 0
     out = capsys.readouterr().out
     assert "has 2 FPGA free but Cyborg's instances hold 3; nothing moved" \

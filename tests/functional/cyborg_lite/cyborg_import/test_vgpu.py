@@ -17,8 +17,6 @@ handle uuid (the name of the mdev Nova created) and its binding, also when
 the inventory's region adopts the card (real Placement), the region's
 provider waiting for the name Cyborg's provider held."""
 
-import uuid
-
 import pytest
 import sqlalchemy as sa
 
@@ -29,11 +27,10 @@ from accel_tools.embedded import placement
 from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from cyborg_lite.inventory import ironic as inventory_ironic
-from ironic_accel.placement import reporter
 from tests.data.cyborg17 import vgpu
 from tests.fixtures import cyborg17
-from tests.fixtures.cyborg import make_cyborg
 from tests.fixtures.cyborg_server import make_inventory
+from tests.functional.cyborg_lite.cyborg_import import cloud as cloud_mod
 from tests.functional.cyborg_lite.cyborg_import.test_import import HOST
 from tests.functional.cyborg_lite.cyborg_import.test_import import NOVA
 from tests.functional.cyborg_lite.cyborg_import.test_import import PROJECT
@@ -88,19 +85,10 @@ def bind_new(lite, rp_uuid, host, count):
     uuids they got (None for a BindFailed) and the instances."""
     got, instances = [], []
     for _ in range(count):
-        response = lite.client.post(
-            "/v2/accelerator_requests", headers=NOVA,
-            json={"device_profile_name": vgpu.PROFILE})
-        assert response.status_code == 201, response.get_data(as_text=True)
-        arq = response.get_json()["arqs"][0]["uuid"]
-        instance = str(uuid.uuid4())
+        instance, found = cloud_mod.bind_as_nova(lite, vgpu.PROFILE, rp_uuid,
+                                                 host)
         instances.append(instance)
-        lite.client.patch("/v2/accelerator_requests", headers=NOVA, json={
-            arq: [{"op": "add", "path": "/hostname", "value": host},
-                  {"op": "add", "path": "/device_rp_uuid", "value": rp_uuid},
-                  {"op": "add", "path": "/instance_uuid",
-                   "value": instance}]})
-        got.append(resolved(lite, instance)[arq]["attach_handle_uuid"])
+        got.append(found["attach_handle_uuid"])
     return got, instances
 
 
@@ -138,30 +126,21 @@ def test_vgpu_instances_are_imported_with_cyborg_uuids(lite, tmp_path,
     assert "Nothing to import" in capsys.readouterr().out
 
 
-class Cloud:
+class Cloud(cloud_mod.Host):
     """A compute host where real Cyborg ran the vGPU: Cyborg's provider
     (4 VGPU, one allocated to each bound instance) in Placement, and the
     host's inventory document listing the same card with 4 instances."""
 
     def __init__(self, tmp_path, conn):
-        self.conn = conn
-        self.root, self.host = placement.create_compute_node(conn)
+        super().__init__(conn)
         self.source, self.added = cyborg_vgpu(tmp_path, self.host)
         self.cyborg_rp = self.added["rp_uuid"]
         # Cyborg names the provider after the deployable, the name the
         # Ironic reporter gives the region of that card.
         self.region_name = f"{self.host}_{vgpu.ADDRESS}"
-        self.call("POST", "/resource_providers", {
-            "uuid": self.cyborg_rp, "name": self.region_name,
-            "parent_provider_uuid": self.root})
-        self.call("PUT", f"/resource_providers/{self.cyborg_rp}/inventories",
-                  {"resource_provider_generation": 0,
-                   "inventories": {"VGPU": {"total": 4}}})
+        self.cyborg_provider(self.cyborg_rp, self.region_name, {"VGPU": 4})
         for instance in self.added["instances"]:
-            self.call("PUT", f"/allocations/{instance}", {
-                "allocations": {self.cyborg_rp: {"resources": {"VGPU": 1}}},
-                "project_id": PROJECT, "user_id": "nova",
-                "consumer_generation": None, "consumer_type": "INSTANCE"})
+            self.allocate(instance, self.cyborg_rp, {"VGPU": 1})
         document = make_inventory(host=self.host, device_id="gpu0",
                                   resource_class="VGPU")
         device = document["devices"][0]
@@ -174,16 +153,6 @@ class Cloud:
              "mdev_type": vgpu.MDEV_TYPE}] * 4
         self.document = inventory.validate(document)
         self.region_rp = region["rp_uuid"]
-
-    def call(self, method, url, body=None, ok=(200, 204)):
-        response = self.conn.placement.request(
-            url, method, json=body, microversion=placement.MICROVERSION)
-        assert response.status_code in ok, response.text
-        return response.json() if response.content else None
-
-    def report(self):
-        return reporter.report(placement_client.Client(self.conn),
-                               self.document)
 
     def region_name_now(self):
         return self.call(
@@ -213,9 +182,7 @@ class Cloud:
                            f"/resource_providers/{self.region_rp}/usages")
         assert usages["usages"] == {"VGPU": 2}
         for instance in self.added["instances"]:
-            body = self.call("GET", f"/allocations/{instance}")
-            assert {rp: a["resources"]
-                    for rp, a in body["allocations"].items()} == {
+            assert self.allocations(instance) == {
                 self.region_rp: {"VGPU": 1}}
         handles = mdev_handles(lite.db)
         assert [h[1] for h in handles] == [0, 1, 2, 3]
@@ -230,20 +197,9 @@ def cloud(tmp_path, placement_server, placement_conn):
     return Cloud(tmp_path, placement_conn)
 
 
-@pytest.fixture
-def placed(tmp_path, db_url, placement_server):
-    """cyborg_lite on each database, with no inventory, on Placement."""
-    instance = make_cyborg(tmp_path, db_url=db_url, inventory=False)
-    placement.apply_client_conf(instance.conf, "placement",
-                                placement_server.url)
-    yield instance
-    instance.app.extensions["cyborg_lite"].notifier.shutdown()
-    instance.db.dispose()
-
-
 def test_adopted_vgpu_keeps_the_bound_instances_uuids(
-        cloud, placed, capsys):
-    lite = placed
+        cloud, lite_on_placement, capsys):
+    lite = lite_on_placement
     assert cloud.report().held == [cloud.region_rp]
     inventory_apply.apply_document(lite.db, cloud.document)
     own = {h[0] for h in mdev_handles(lite.db)}
@@ -265,8 +221,8 @@ def test_adopted_vgpu_keeps_the_bound_instances_uuids(
 
 
 def test_vgpu_imported_first_reserves_what_cyborg_uses_until_adopted(
-        cloud, placed, capsys):
-    lite = placed
+        cloud, lite_on_placement, capsys):
+    lite = lite_on_placement
     assert run_import(lite.conf, cloud.source, apply=True) == 0
     assert "kept usable under Cyborg's provider" in capsys.readouterr().out
     cloud.report()

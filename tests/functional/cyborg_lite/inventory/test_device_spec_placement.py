@@ -22,22 +22,17 @@ off.
 """
 
 import copy
-import json
 import uuid
-
-import pytest
 
 from accel_common import inventory
 from accel_common.placement import client as placement_client
 from accel_tools import request_groups
-from accel_tools import standalone
-from accel_tools.embedded import placement as placement_launcher
 from cyborg_lite.agent import handles as agent_handles
-from cyborg_lite.cmd import manage
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import models
 from ironic_accel.placement import reporter
 from tests.functional import documents
+from tests.functional.cyborg_lite.inventory import commands
 from tests.unit.cyborg_lite.agent.drivers import pci_host
 from tests.unit.cyborg_lite.agent.drivers import test_pci
 
@@ -45,29 +40,6 @@ MV = request_groups.MICROVERSION
 QAT_SPEC = {"vendor_id": "8086", "product_id": "4943",
             "resource_class": "CUSTOM_QAT_VF", "traits": "qat-gen4"}
 PF = "0000:f3:00.0"
-
-
-@pytest.fixture
-def config_file(tmp_path, placement_server):
-    path = tmp_path / "cyborg_lite.conf"
-    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n"
-                    "[oslo_policy]\npolicy_file = none.yaml\n"
-                    + standalone.ini_text()
-                    + placement_launcher.client_conf_text(
-                        placement_server.url))
-    return str(path)
-
-
-def _manage(config_file, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        manage.main(["--config-file", config_file, *args])
-    return exit_info.value.code
-
-
-def _import(tmp_path, config_file, document):
-    path = tmp_path / f"inventory-{uuid.uuid4().hex}.json"
-    path.write_text(json.dumps(document))
-    assert _manage(config_file, "inventory", "import", str(path)) == 0
 
 
 def _provider(conn, rp_uuid):
@@ -120,11 +92,11 @@ def test_spec_class_and_traits_reach_the_provider(
     client = placement_client.Client(placement_conn)
     reporter.report(client, out_of_band)
     assert _provider(placement_conn, rp_uuid)[0] == {"CUSTOM_QAT": 1}
-    assert _manage(config_file, "db", "sync") == 0
+    assert commands.run_manage(config_file, "db", "sync") == 0
 
     document, _ = agent_handles.merge_discovered(
         copy.deepcopy(out_of_band), _discovered(tmp_path, QAT_SPEC))
-    _import(tmp_path, config_file, document)
+    commands.import_document(tmp_path, config_file, document)
 
     inventories, traits = _provider(placement_conn, rp_uuid)
     assert inventories == {"CUSTOM_QAT_VF": 16}
@@ -142,7 +114,7 @@ def test_spec_class_and_traits_reach_the_provider(
     # agent's spec gave the region.
     reporter.report(client, out_of_band)
     assert _provider(placement_conn, rp_uuid) == (inventories, traits)
-    _import(tmp_path, config_file, out_of_band)
+    commands.import_document(tmp_path, config_file, out_of_band)
     assert _provider(placement_conn, rp_uuid) == (inventories, traits)
     assert _stored(tmp_path) == ("CUSTOM_QAT_VF", {"CUSTOM_QAT_GEN4"}, 16)
 
@@ -150,7 +122,7 @@ def test_spec_class_and_traits_reach_the_provider(
     del without_trait["traits"]
     document, _ = agent_handles.merge_discovered(
         copy.deepcopy(out_of_band), _discovered(tmp_path, without_trait))
-    _import(tmp_path, config_file, document)
+    commands.import_document(tmp_path, config_file, document)
     inventories, traits = _provider(placement_conn, rp_uuid)
     assert inventories == {"CUSTOM_QAT_VF": 16}
     assert "CUSTOM_QAT_GEN4" not in traits

@@ -24,40 +24,15 @@ import pytest
 
 from accel_common.placement import client as placement_client
 from accel_tools import request_groups
-from accel_tools import standalone
-from accel_tools.embedded import placement as placement_launcher
-from cyborg_lite.cmd import manage
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import engine as db_engine
 from ironic_accel.placement import reporter
 from tests.functional import documents
+from tests.functional.cyborg_lite.inventory import commands
 
 MV = request_groups.MICROVERSION
 VF_PHYSNET1 = [{"resources:CUSTOM_NIC": "1", "trait:CUSTOM_VF": "required",
                 "trait:CUSTOM_PHYSNET1": "required"}]
-
-
-@pytest.fixture
-def config_file(tmp_path, placement_server):
-    path = tmp_path / "cyborg_lite.conf"
-    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n"
-                    "[oslo_policy]\npolicy_file = none.yaml\n"
-                    + standalone.ini_text()
-                    + placement_launcher.client_conf_text(
-                        placement_server.url))
-    return str(path)
-
-
-def _manage(config_file, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        manage.main(["--config-file", config_file, *args])
-    return exit_info.value.code
-
-
-def _write(tmp_path, document):
-    path = tmp_path / f"inventory-{uuid.uuid4().hex}.json"
-    path.write_text(json.dumps(document))
-    return str(path)
 
 
 def _provider(conn, rp_uuid):
@@ -89,7 +64,7 @@ def host(tmp_path, config_file, placement_conn, compute_node):
     del out_of_band["devices"][0]["regions"][0]["attach_handles"]
     client = placement_client.Client(placement_conn)
     reporter.report(client, out_of_band)
-    assert _manage(config_file, "db", "sync") == 0
+    assert commands.run_manage(config_file, "db", "sync") == 0
     return document, out_of_band, client
 
 
@@ -100,8 +75,7 @@ def test_import_offers_every_vf_with_its_nic_traits(
     assert _provider(placement_conn, rp_uuid)[0] == 1
 
     capsys.readouterr()
-    assert _manage(config_file, "inventory", "import",
-                   _write(tmp_path, document)) == 0
+    commands.import_document(tmp_path, config_file, document)
     out = capsys.readouterr().out
     assert json.loads(out[out.rindex("\n{"):])["capacity"] == {
         rp_uuid: "updated"}
@@ -122,8 +96,9 @@ def test_import_refuses_a_nic_handle_without_physical_network(
     region = document["devices"][0]["regions"][0]
     del region["attach_handles"][2]["physical_network"]
     capsys.readouterr()
-    assert _manage(config_file, "inventory", "import",
-                   _write(tmp_path, document)) == 1
+    assert commands.run_manage(
+        config_file, "inventory", "import",
+        commands.write_document(tmp_path, document)) == 1
     err = capsys.readouterr().err
     address = region["attach_handles"][2]["pci_address"]
     assert (f"NIC region {document['devices'][0]['pci_address']}/0 handle "
@@ -141,14 +116,12 @@ def test_a_port_moved_to_another_physnet_loses_the_old_trait(
         tmp_path, config_file, placement_conn, host, capsys):
     document = host[0]
     rp_uuid = document["devices"][0]["regions"][0]["rp_uuid"]
-    assert _manage(config_file, "inventory", "import",
-                   _write(tmp_path, document)) == 0
+    commands.import_document(tmp_path, config_file, document)
     moved = copy.deepcopy(document)
     for handle in moved["devices"][0]["regions"][0]["attach_handles"]:
         handle["physical_network"] = "physnet2"
 
-    assert _manage(config_file, "inventory", "import",
-                   _write(tmp_path, moved)) == 0
+    commands.import_document(tmp_path, config_file, moved)
 
     traits = _provider(placement_conn, rp_uuid)[1]
     assert "CUSTOM_PHYSNET2" in traits and "CUSTOM_PHYSNET1" not in traits

@@ -157,11 +157,29 @@ def _config_file(tmp_path, db, ironic_section, host, document):
     return str(path)
 
 
+def _page_config(tmp_path, db, keystone, ironic, user,
+                 project_scoped=False):
+    """:func:`_config_file` with the page's ``[ironic]`` for ``user`` on
+    ``ironic`` (a fixture's ``(server, host, document)``)."""
+    server, host, document = ironic
+    return _config_file(
+        tmp_path, db, _ironic_section(keystone, server, user,
+                                      project_scoped=project_scoped),
+        host, document)
+
+
 def _sync(config_file, *args):
     with pytest.raises(SystemExit) as exit_info:
         manage.main(["--config-file", config_file, "inventory", "sync",
                      *args])
     return exit_info.value.code
+
+
+def _sync_output(capsys, config_file):
+    """Run the sync; ``(exit code, stdout, stderr)``."""
+    code = _sync(config_file)
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def _result(out):
@@ -172,32 +190,25 @@ def _result(out):
 
 def test_page_config_sees_the_nodes_under_default_policy(
         db, tmp_path, capsys, keystone, default_ironic, documented_user):
-    server, host, document = default_ironic
-    config = _config_file(
-        tmp_path, db, _ironic_section(keystone, server, documented_user),
-        host, document)
+    config = _page_config(tmp_path, db, keystone, default_ironic,
+                          documented_user)
 
-    code = _sync(config)
+    code, out, err = _sync_output(capsys, config)
 
-    out, err = capsys.readouterr()
     assert code == 0, err
     result = _result(out)
-    assert [s["host"] for s in result["applied"]] == [host]
+    assert [s["host"] for s in result["applied"]] == [default_ironic[1]]
     assert result["nodes"] == 1
     assert "no node at all" not in err
 
 
 def test_project_scoped_sees_no_node_under_default_policy(
         db, tmp_path, capsys, keystone, default_ironic, documented_user):
-    server, host, document = default_ironic
-    config = _config_file(
-        tmp_path, db, _ironic_section(keystone, server, documented_user,
-                                      project_scoped=True),
-        host, document)
+    config = _page_config(tmp_path, db, keystone, default_ironic,
+                          documented_user, project_scoped=True)
 
-    code = _sync(config)
+    code, out, err = _sync_output(capsys, config)
 
-    out, err = capsys.readouterr()
     assert code == inventory_manage.NO_NODES == 4, err
     result = _result(out)
     assert result["applied"] == [] and result["nodes"] == 0
@@ -213,30 +224,22 @@ def test_project_scoped_sees_no_node_under_default_policy(
 
 def test_project_scoped_sees_the_nodes_with_the_ironic_option(
         db, tmp_path, capsys, keystone, elevated_ironic, documented_user):
-    server, host, document = elevated_ironic
-    config = _config_file(
-        tmp_path, db, _ironic_section(keystone, server, documented_user,
-                                      project_scoped=True),
-        host, document)
+    config = _page_config(tmp_path, db, keystone, elevated_ironic,
+                          documented_user, project_scoped=True)
 
-    code = _sync(config)
+    code, out, err = _sync_output(capsys, config)
 
-    out, err = capsys.readouterr()
     assert code == 0, err
     result = _result(out)
-    assert [s["host"] for s in result["applied"]] == [host]
+    assert [s["host"] for s in result["applied"]] == [elevated_ironic[1]]
     assert result["nodes"] == 1
     assert "no node at all" not in err
 
 
-
 def test_periodic_pass_that_sees_no_node_logs_a_warning(
         db, tmp_path, caplog, keystone, default_ironic, documented_user):
-    server, host, document = default_ironic
-    config = _config_file(
-        tmp_path, db, _ironic_section(keystone, server, documented_user,
-                                      project_scoped=True),
-        host, document)
+    config = _page_config(tmp_path, db, keystone, default_ironic,
+                          documented_user, project_scoped=True)
     conf = service.new_conf()
     conf(["--config-file", config], project="cyborg_lite",
          default_config_files=[])

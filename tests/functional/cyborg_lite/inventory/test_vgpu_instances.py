@@ -21,7 +21,6 @@ real Placement offers every instance.
 """
 
 import copy
-import json
 import uuid
 
 import pytest
@@ -29,12 +28,9 @@ import sqlalchemy as sa
 
 from accel_common.placement import client as placement_client
 from accel_tools import request_groups
-from accel_tools import standalone
-from accel_tools.embedded import placement as placement_launcher
 from cyborg_lite import binding
 from cyborg_lite.agent import handles as agent_handles
 from cyborg_lite.agent.drivers import nvidia_mdev
-from cyborg_lite.cmd import manage
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine as db_engine
@@ -42,6 +38,7 @@ from cyborg_lite.db import models
 from cyborg_lite.inventory import apply as inventory_apply
 from ironic_accel.placement import reporter
 from tests.functional import documents
+from tests.functional.cyborg_lite.inventory import commands
 from tests.unit.cyborg_lite.agent.conftest import make_conf
 from tests.unit.cyborg_lite.agent.drivers import captured
 
@@ -150,29 +147,6 @@ def test_instances_keep_their_uuids_as_the_count_changes(db):
     assert (True, True) not in after.values()
 
 
-@pytest.fixture
-def config_file(tmp_path, placement_server):
-    path = tmp_path / "cyborg_lite.conf"
-    path.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n"
-                    "[oslo_policy]\npolicy_file = none.yaml\n"
-                    + standalone.ini_text()
-                    + placement_launcher.client_conf_text(
-                        placement_server.url))
-    return str(path)
-
-
-def _manage(config_file, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        manage.main(["--config-file", config_file, *args])
-    return exit_info.value.code
-
-
-def _import(tmp_path, config_file, document):
-    path = tmp_path / f"inventory-{uuid.uuid4().hex}.json"
-    path.write_text(json.dumps(document))
-    assert _manage(config_file, "inventory", "import", str(path)) == 0
-
-
 def _total(conn, rp_uuid):
     inv = conn.placement.get(f"/resource_providers/{rp_uuid}/inventories",
                              microversion=MV).json()["inventories"]
@@ -192,9 +166,9 @@ def test_import_of_a_t4_offers_its_16_vgpus(tmp_path, config_file,
     document, unmatched = agent_handles.merge_discovered(
         copy.deepcopy(out_of_band), driver.discover())
     assert unmatched == []
-    assert _manage(config_file, "db", "sync") == 0
+    assert commands.run_manage(config_file, "db", "sync") == 0
 
-    _import(tmp_path, config_file, document)
+    commands.import_document(tmp_path, config_file, document)
 
     assert _total(placement_conn, rp_uuid) == 16
     db = db_engine.Database(f"sqlite:///{tmp_path}/cyborg_lite.sqlite")
@@ -203,7 +177,7 @@ def test_import_of_a_t4_offers_its_16_vgpus(tmp_path, config_file,
         assert len(first) == 16
         bound = _bind(db, host, rp_uuid, 5)
         assert len(set(bound)) == 5
-        _import(tmp_path, config_file, document)
+        commands.import_document(tmp_path, config_file, document)
         assert _handles(db, rp_uuid).keys() == first.keys()
         assert _total(placement_conn, rp_uuid) == 16
     finally:
