@@ -200,6 +200,10 @@ class ARQ(_Timestamps, Base):
     #: API workers never both send an ARQ's event.
     notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16),
                                                              index=True)
+    #: created with a service token (Nova's): reaped when it stays
+    #: ``Initial`` with no instance (:mod:`cyborg_lite.db.arq_reaper`).
+    created_by_service: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, default=False, server_default=sa.false())
 
 
 class FunctionPool(_Timestamps, Base):
