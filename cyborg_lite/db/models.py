@@ -117,6 +117,11 @@ class Deployable(_Timestamps, Base):
         sa.String(64))
     heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+    #: how many times the reconciler started the running programming again
+    #: (its API process died before the agent had it done); 0 at each
+    #: new run.
+    relaunches: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default="0")
     #: why the region is in ``error`` (or the last Placement problem).
     last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     #: what Nova's device profile lookups routed here, while idle: the
