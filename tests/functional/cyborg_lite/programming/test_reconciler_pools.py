@@ -122,6 +122,30 @@ def test_reconciler_starts_what_the_agent_never_did(embedded_factory,
         "programming", 0)
 
 
+def test_a_single_device_is_started_again_as_one_run(embedded_factory,
+                                                      caplog):
+    document = env.single_mode(make_inventory(handles_per_region=(2, 2)))
+    api = embedded_factory(document=document,
+                           **{"programming.stale_after": 0.3})
+    calls = _counting_programs(api)
+    arq, _ = _orphaned_bind(api, "nlb3")
+    assert api.region(1).state == "programming"
+    time.sleep(0.4)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False, wait=True)
+
+    assert sorted(summary["relaunched"]) == sorted(
+        [api.region(0).uuid, api.region(1).uuid])
+    assert api.client.arq(arq)["state"] == "Bound"
+    assert [(api.region(i).state, api.region(i).function_id)
+            for i in (0, 1)] == [("ready", "nlb3")] * 2
+    # One run, as the bind's own: each region of the device once.
+    assert sorted(call[2] for call in calls) == ["0", "1"]
+    (line,) = [r.getMessage() for r in caplog.records
+               if "never reached the agent" in r.getMessage()]
+    assert api.region(0).uuid in line and api.region(1).uuid in line
+
+
 def test_a_run_whose_process_keeps_dying_fails_after_the_limit(
         embedded_factory, nova_standin):
     api = embedded_factory(**{"programming.stale_after": 0.3,
