@@ -156,9 +156,9 @@ class Reclaimer:
             if gone:
                 LOG.warning("Deleted %d ARQ(s) created with a service token "
                             "and still Initial with no instance after %d s "
-                            "(the answer to Nova's create was lost, Nova "
-                            "created others): %s", len(gone), max_age,
-                            ", ".join(gone))
+                            "(Nova never learned of them: most likely the "
+                            "answer to its create was lost): %s", len(gone),
+                            max_age, ", ".join(gone))
                 reaped += gone
             if looked_at < batch or not gone:
                 break
