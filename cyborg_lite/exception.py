@@ -122,7 +122,8 @@ class SchemaNotCurrent(CyborgLiteException):
 
 class DatabaseUnavailable(CyborgLiteException):
     """The database cannot be reached (down, restarting, or a Galera node
-    not yet synced): the request changed nothing and may be retried."""
+    not yet synced) while serving a read, or a transaction deadlocked on
+    every retry: the request changed nothing and may be retried."""
 
     code = 503
     msg_fmt = ("The database is unavailable (%(reason)s). Retry in a few "
@@ -130,6 +131,17 @@ class DatabaseUnavailable(CyborgLiteException):
     #: seconds a client should wait before retrying.
     RETRY_AFTER = 5
     headers = {"Retry-After": str(RETRY_AFTER)}
+
+
+class WriteOutcomeUnknown(DatabaseUnavailable):
+    """The database was lost while serving a request that writes: the
+    database may have committed the write before its answer was lost (a
+    create then made its rows), so a retry may do it a second time."""
+
+    msg_fmt = ("The database is unavailable (%(reason)s). The request may "
+               "have been carried out before the database's answer was "
+               "lost: read the current state before retrying it (in a few "
+               "seconds).")
 
 
 class Conflict(CyborgLiteException):

@@ -24,6 +24,11 @@ and deletes the ARQs (freeing their handles) of every instance Nova answers
 404 for. Any other answer, an error or a timeout leaves the ARQs alone, and
 so does a pass whose credentials cannot list every project's servers (Nova
 answers 404 for a server of another project too).
+
+Each pass also deletes, without asking Nova, the ARQs Nova never learned of
+(:mod:`cyborg_lite.db.arq_reaper`): created with a service token, still
+``Initial`` with no instance ``[nova] initial_arq_max_age`` seconds after
+their create.
 """
 
 import threading
@@ -32,6 +37,7 @@ from oslo_log import log as logging
 
 from accel_common import clients
 from cyborg_lite import arq_states
+from cyborg_lite.db import arq_reaper
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 
@@ -135,18 +141,44 @@ class Reclaimer:
             return False
         return True
 
-    def run_once(self):
-        """One pass: up to ``[nova] reclaim_batch`` instances looked up.
+    def reap_unclaimed(self):
+        """Delete the ARQs Nova created and never learned of (see the
+        module doc), ``[nova] reclaim_batch`` per transaction, one log line
+        per batch.
 
-        :returns: the uuids of the ARQs reclaimed.
+        :returns: their uuids.
         """
+        max_age = self.conf.nova.initial_arq_max_age
+        batch = self.conf.nova.reclaim_batch
+        reaped = []
+        while max_age > 0:
+            gone, looked_at = self.db.run(arq_reaper.reap, max_age, batch)
+            if gone:
+                LOG.warning("Deleted %d ARQ(s) created with a service token "
+                            "and still Initial with no instance after %d s "
+                            "(Nova never learned of them: most likely the "
+                            "answer to its create was lost): %s", len(gone),
+                            max_age, ", ".join(gone))
+                reaped += gone
+            if looked_at < batch or not gone:
+                break
+        return reaped
+
+    def run_once(self):
+        """One pass: the ARQs Nova never learned of deleted
+        (:meth:`reap_unclaimed`), then up to ``[nova] reclaim_batch``
+        instances looked up.
+
+        :returns: the uuids of the ARQs deleted.
+        """
+        reaped = self.reap_unclaimed()
         batch = self.conf.nova.reclaim_batch
         with self._lock:
             after = self._after
         instances = arq_db.instances_in_states(self.db, RECLAIMABLE, after,
                                                batch)
         if instances and not self.sees_every_project():
-            return []
+            return reaped
         with self._lock:
             # NOTE(cyborg_lite): the next pass goes on after this batch, so
             # live instances early in uuid order never starve the others.
@@ -171,4 +203,4 @@ class Reclaimer:
             LOG.warning("Reclaimed %d ARQ(s) of instances Nova no longer "
                         "has (%d since this process started)",
                         len(reclaimed), total)
-        return reclaimed
+        return reaped + reclaimed

@@ -159,6 +159,13 @@ class AgentManager:
         region = self._region(pci_address, region_id)
         reading = self._driver_for(region.pci_address).current_function(
             region)
+        with self._guard:
+            if region in self._busy and reading["state"] == base.READY:
+                # NOTE(cyborg_lite): a program call fetching its image: the
+                # device is not touched yet, but the region is being
+                # programmed (a reconciler must not start it again).
+                reading = base.reading(None, base.PROGRAMMING,
+                                       "programming: fetching the image")
         return dict(reading, host=self.host, pci_address=region.pci_address,
                     region_id=region.region_id)
 

@@ -62,15 +62,23 @@ def _first_line(error):
     return text.splitlines()[0] if text else type(error).__name__
 
 
+#: methods that never write.
+_READS = ("GET", "HEAD", "OPTIONS")
+
+
 def _from_database(error):
     """The API's exception for an oslo.db one, or None.
 
     An unreachable database (or a deadlock that outlived its retries) is
-    a 503 the client may retry; a race the database settled (a duplicate
-    key, a reference to a row deleted meanwhile) is a 409.
+    a 503 the client may retry (for a request that writes, one that says
+    the write may have been made); a race the database settled (a
+    duplicate key, a reference to a row deleted meanwhile) is a 409.
     """
     if db_engine.unreachable(error):
-        return exception.DatabaseUnavailable(reason="cannot connect to it")
+        if flask.request.method in _READS:
+            return exception.DatabaseUnavailable(
+                reason="cannot connect to it")
+        return exception.WriteOutcomeUnknown(reason="cannot connect to it")
     if isinstance(error, db_exc.DBDeadlock):
         return exception.DatabaseUnavailable(
             reason="a transaction deadlocked on every retry")

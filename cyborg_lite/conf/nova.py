@@ -79,7 +79,23 @@ nova_reclaim_opts = [
                help="Most instances one reclaim pass asks Nova about (one "
                     "GET /servers/{id} each); the next pass goes on where "
                     "it stopped, so the cost of a pass stays bounded "
-                    "however many servers are running."),
+                    "however many servers are running; also the most "
+                    "ARQs one statement of initial_arq_max_age's "
+                    "cleanup deletes."),
+    cfg.IntOpt("initial_arq_max_age", default=3600, min=0,
+               help="Seconds after which the reclaim pass deletes an ARQ "
+                    "created with a service token (Nova's) that is still "
+                    "Initial with no instance. When the answer to Nova's "
+                    "create is lost after the database committed it (a "
+                    "connection dropped as the answer came back), Nova "
+                    "gets a 503 and creates the boot's ARQs again: the "
+                    "first ones it never learns of and never deletes. "
+                    "Keep it well above the time Nova takes from creating "
+                    "a boot's ARQs to binding them (seconds; minutes under "
+                    "a scheduling storm). ARQs a user created without a "
+                    "service token are never deleted this way. Each batch "
+                    "deleted is logged in one line. 0 keeps them. Runs "
+                    "every reclaim_interval, with [nova] configured."),
 ]
 
 

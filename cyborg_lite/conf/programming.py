@@ -40,6 +40,16 @@ programming_opts = [
              "for this many seconds belongs to a dead API process: the "
              "reconciler takes it over and settles it from the agent's "
              "reading. Must be well above heartbeat_interval."),
+    cfg.IntOpt(
+        "relaunch_limit",
+        default=3, min=0,
+        help="How many times the reconciler starts a stale programming run "
+             "again when the agent does not run its target and is not "
+             "programming (its API process died, or its answer was lost, "
+             "before the agent was asked: loading the target again is "
+             "safe). Past this many starts, or with 0, such a run fails: "
+             "the region goes to error and its ARQs to BindFailed. A run "
+             "the agent failed (it reads error) always fails."),
     cfg.FloatOpt(
         "reconcile_interval",
         default=60.0, min=0,

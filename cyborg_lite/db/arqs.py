@@ -71,7 +71,7 @@ class _Forgotten(Exception):
 
 
 def _add(session, profile, project_id, specs, single=False,
-         remembered=False):
+         remembered=False, service=False):
     """Insert the ARQ rows of ``specs`` (device profile group ids).
 
     :param single: the caller runs in autocommit: raise
@@ -89,7 +89,7 @@ def _add(session, profile, project_id, specs, single=False,
                  device_profile_group_id=group_id, project_id=project_id,
                  hostname=None, device_rp_uuid=None, instance_uuid=None,
                  deployable_id=None, notification=None, created_at=now,
-                 updated_at=None)
+                 updated_at=None, created_by_service=service)
             for group_id in specs]
     if not rows:
         return []
@@ -108,7 +108,7 @@ def _add(session, profile, project_id, specs, single=False,
 
 
 def _from_profile(session, profile_ident, project_id, amount, check_total,
-                  single=False, profile=None):
+                  single=False, profile=None, service=False):
     """``(new ARQ rows, the profile)``; ``profile`` is the one
     remembered for ``profile_ident`` (None: read it)."""
     remembered = profile is not None
@@ -119,11 +119,11 @@ def _from_profile(session, profile_ident, project_id, amount, check_total,
     specs = [index for index, group in enumerate(profile.groups)
              for _ in range(amount(group))]
     return _add(session, profile, project_id, specs, single,
-                remembered), profile
+                remembered, service), profile
 
 
 def create_from_profile(handle, profile_ident, project_id, amount,
-                        check_total=None):
+                        check_total=None, created_by_service=False):
     """Create the ARQs a device profile asks for, all or none.
 
     Called with a :class:`~cyborg_lite.db.engine.Database`, the rows are
@@ -138,28 +138,31 @@ def create_from_profile(handle, profile_ident, project_id, amount,
     :param check_total: ``check_total(groups)``, raising when the profile
         asks for more than one request may create; called before any row
         is built.
+    :param created_by_service: the request came with a service token.
     :raises DeviceProfileNotFound:
     :raises ConcurrentChange: the profile was deleted meanwhile.
     :returns: the new ARQ rows.
     """
     if not isinstance(handle, engine.Database):
         return _from_profile(handle, profile_ident, project_id, amount,
-                             check_total)[0]
+                             check_total, service=created_by_service)[0]
     profile = profile_db.remembered(handle, profile_ident)
     try:
         if profile is not None:
             try:
                 return handle.autocommit(
                     _from_profile, profile_ident, project_id, amount,
-                    check_total, single=True, profile=profile)[0]
+                    check_total, single=True, profile=profile,
+                    service=created_by_service)[0]
             except _Forgotten:
                 profile_db.forget(handle, profile_ident)
         arqs, profile = handle.autocommit(
             _from_profile, profile_ident, project_id, amount, check_total,
-            single=True)
+            single=True, service=created_by_service)
     except _NeedsTransaction:
         arqs, profile = handle.run(_from_profile, profile_ident, project_id,
-                                   amount, check_total)
+                                   amount, check_total,
+                                   service=created_by_service)
     profile_db.remember(handle, profile_ident, profile)
     return arqs
 

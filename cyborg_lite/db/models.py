@@ -120,6 +120,11 @@ class Deployable(_Timestamps, Base):
         sa.String(64))
     heartbeat_at: orm.Mapped[datetime.datetime | None] = orm.mapped_column(
         sa.DateTime)
+    #: how many times the reconciler started the running programming again
+    #: (its API process died before the agent had it done); 0 at each
+    #: new run.
+    relaunches: orm.Mapped[int] = orm.mapped_column(
+        sa.Integer, default=0, server_default="0")
     #: why the region is in ``error`` (or the last Placement problem).
     last_error: orm.Mapped[str | None] = orm.mapped_column(sa.Text)
     #: what Nova's device profile lookups routed here, while idle: the
@@ -203,6 +208,10 @@ class ARQ(_Timestamps, Base):
     #: API workers never both send an ARQ's event.
     notification: orm.Mapped[str | None] = orm.mapped_column(sa.String(16),
                                                              index=True)
+    #: created with a service token (Nova's): reaped when it stays
+    #: ``Initial`` with no instance (:mod:`cyborg_lite.db.arq_reaper`).
+    created_by_service: orm.Mapped[bool] = orm.mapped_column(
+        sa.Boolean, default=False, server_default=sa.false())
 
 
 class FunctionPool(_Timestamps, Base):

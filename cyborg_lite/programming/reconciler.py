@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Settle what a dead API process or agent left behind (DESIGN §4).
+"""Settle what a dead API process or agent left behind.
 
 Runs in every API process (at start and periodically) and as
 ``cyborg-lite-manage programming reconcile``. Guarded by the database, so
@@ -20,8 +20,13 @@ any number of workers may run it at once:
    conditional UPDATE: one worker wins) and settled from the agent's
    reading: the target function confirmed -> ``ready`` (+ trait) and its
    waiting ARQs ``Bound``; still programming -> looked at again later;
-   anything else (error, another function, agent unreachable) -> ``error``
-   and its ARQs ``BindFailed`` (+ ``failed`` events);
+   healthy but without the target (the agent was never asked: the API
+   process died, or its answer was lost, between the bind's commit and the
+   launch) -> the run is started again, at most ``[programming]
+   relaunch_limit`` times (:mod:`cyborg_lite.db.relaunches`), and settles
+   itself as any run; anything else (the agent reads an error, the limit
+   reached, agent unreachable) -> ``error`` and its ARQs ``BindFailed``
+   (+ ``failed`` events);
 2. an ARQ in ``BindStarted`` that no programming run waits for any more is
    moved to ``BindFailed`` (+ event);
 3. a region in ``error`` is read again: when its agent reads it healthy
@@ -39,6 +44,9 @@ any number of workers may run it at once:
    that failed at bind time, a handle an adoption reserved.
 """
 
+from concurrent import futures
+import itertools
+
 from oslo_log import log as logging
 
 from accel_common import inventory
@@ -47,6 +55,7 @@ from cyborg_lite import exception
 from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import models
+from cyborg_lite.db import relaunches
 from cyborg_lite.programming import pools as pools_mod
 from cyborg_lite.programming import programmer as programmer_mod
 from cyborg_lite.programming import regions
@@ -87,14 +96,71 @@ def _matches(job, reading):
     return job.bitstream_id is None and job.function_id is None
 
 
-def settle_stale(programmer):
-    """Step 1. :returns: {"bound": [...], "failed": [...], "waiting": n}."""
+def _single(session, deployable):
+    device = session.get(models.Device, deployable.device_id)
+    return device.program_mode == "single"
+
+
+def _units(jobs):
+    """The jobs to start again: the regions of a ``single`` device with
+    the same target in one job (the device is programmed as a whole), any
+    other region in a job of its own."""
+    def key(item):
+        job, single = item
+        return (job.host, job.pci_address, job.function_id or "",
+                job.bitstream_id or "", "" if single else str(job.ids[0]))
+
+    units = []
+    for _, group in itertools.groupby(sorted(jobs, key=key), key=key):
+        group = [job for job, _ in group]
+        units.append(programmer_mod.Job(
+            regions=[r for job in group for r in job.regions],
+            host=group[0].host, pci_address=group[0].pci_address,
+            vendor=group[0].vendor, function_id=group[0].function_id,
+            bitstream_id=group[0].bitstream_id))
+    return units
+
+
+def _relaunch(programmer, jobs, wait):
+    """Start ``jobs`` (taken over) again in the background, each whose
+    leases this process still holds.
+
+    :returns: the uuids of their regions.
+    """
+    started, running = [], []
+    for job in _units(jobs):
+        # NOTE(cyborg_lite): the lease was taken before the other stale
+        # regions were read (agent calls, seconds each when one is down):
+        # renewed now, or another worker took the run meanwhile.
+        if programmer.db.run(regions.renew, job.ids,
+                             programmer.owner) != len(job.ids):
+            continue
+        LOG.warning("Programming %s on %s %s of regions %s never reached "
+                    "the agent (its API process stopped or its answer was "
+                    "lost): starting it again", job.target, job.host,
+                    job.pci_address, [r.uuid for r in job.regions])
+        running += programmer.launch([job])
+        started += [r.uuid for r in job.regions]
+    if wait:
+        futures.wait(running)
+    return started
+
+
+def settle_stale(programmer, wait=False):
+    """Step 1.
+
+    :param wait: wait for the runs it starts again.
+    :returns: {"settled": [...], "errored": [...],
+        "still_programming": [...], "relaunched": [...]} (region uuids).
+    """
     stale_after = programmer.conf.programming.stale_after
+    limit = programmer.conf.programming.relaunch_limit
     summary = {"settled": [], "errored": [], "still_programming": []}
     candidates = programmer.db.run(
-        lambda s: [(d.id, _job_for(s, d))
+        lambda s: [(d.id, _job_for(s, d), _single(s, d))
                    for d in regions.stale(s, stale_after)])
-    for deployable_id, job in candidates:
+    again = []
+    for deployable_id, job, single in candidates:
         if not programmer.db.run(regions.take_over, deployable_id,
                                  programmer.owner, stale_after):
             continue
@@ -111,13 +177,27 @@ def settle_stale(programmer):
                                       job.bitstream_id, programmer.owner)
             summary["settled"].append(region.uuid)
             continue
+        healthy = (reading is not None
+                   and reading.get("state") == driver_base.READY)
+        # NOTE(cyborg_lite): healthy without the target: the agent was
+        # never asked (or refused before it touched the region). Loading
+        # the target again is safe; a launch marker would not tell more,
+        # as a run the agent took and lost reads error.
+        if healthy and programmer.db.run(relaunches.count, deployable_id,
+                                         programmer.owner, limit):
+            again.append((job, single))
+            continue
         why = problem or (f"the agent reads {reading.get('state')} "
                           f"{reading.get('function_id')!r}: "
                           f"{reading.get('detail')}")
+        stopped = ("its API process stopped" if not healthy or not limit
+                   else f"its API process stopped, after {limit} "
+                        f"restart(s)")
         programmer.settle_failure(
-            job, f"programming {job.target} was interrupted (its API "
-                 f"process stopped); {why}", programmer.owner)
+            job, f"programming {job.target} was interrupted ({stopped}); "
+                 f"{why}", programmer.owner)
         summary["errored"].append(region.uuid)
+    summary["relaunched"] = _relaunch(programmer, again, wait)
     return summary
 
 
@@ -246,10 +326,11 @@ def retry_placement(programmer):
 def reconcile(programmer, pools=True, wait=False):
     """One reconciler pass (steps 1-5 of the module doc).
 
-    :param wait: wait for the pool programming runs it starts.
+    :param wait: wait for the programming runs it starts (stale runs
+        started again, pools).
     :returns: a summary dict (for the manage command and the log).
     """
-    summary = settle_stale(programmer)
+    summary = settle_stale(programmer, wait=wait)
     summary["failed_arqs"] = fail_orphans(programmer)
     summary.update(recheck_errors(programmer))
     summary.update(retry_placement(programmer))

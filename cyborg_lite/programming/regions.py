@@ -113,7 +113,7 @@ def begin(session, deployables, owner, function_id=None, bitstream_id=None,
               "target_bitstream_id": bitstream_id,
               "programming_owner": owner, "heartbeat_at": now,
               "function_id": None, "bitstream_id": None,
-              "last_error": None, "updated_at": now}
+              "last_error": None, "relaunches": 0, "updated_at": now}
     for deployable in sorted(deployables, key=lambda d: d.id):
         result = session.execute(
             sa.update(_D).where(_D.id == deployable.id,

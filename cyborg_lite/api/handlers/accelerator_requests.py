@@ -122,7 +122,8 @@ def create():
     arqs = arq_db.create_from_profile(
         svc.db, body["device_profile_name"], ctx.project_id,
         dp_schema.group_amount,
-        check_total=lambda groups: dp_schema.check_total(groups, limit))
+        check_total=lambda groups: dp_schema.check_total(groups, limit),
+        created_by_service=ctx.is_service)
     return flask.jsonify({"arqs": [serialize(a) for a in arqs]}), 201
 
 

@@ -11,23 +11,30 @@
 # under the License.
 
 """A lost database: 503 with Retry-After in the API's envelope, one log
-line per request, and service again once the database is back.
+line per request, and service again once the database is back; a create
+whose answer was lost after its INSERT committed says so, and its ARQs are
+reaped once Nova created others.
 
 The database is a real MariaDB or PostgreSQL behind a loopback TCP proxy
 (:mod:`tests.fixtures.tcp_proxy`) that the test cuts and restores: the
 connections in the pool are reset under the API, new ones refused.
 """
 
+import datetime
 import json
 import logging
 import time
+import uuid
 
 import pytest
+import sqlalchemy as sa
 
 from cyborg_lite import periodics as periodics_mod
+from cyborg_lite import reclaim
 from cyborg_lite.api import app as app_mod
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import leases as lease_db
+from cyborg_lite.db import models
 from tests.fixtures import cyborg as cyborg_fixture
 from tests.fixtures import databases
 from tests.fixtures import tcp_proxy
@@ -78,7 +85,12 @@ def test_lost_database_is_503_then_serves_again(cut_able, caplog):
         fault = _fault(response)
         assert fault["faultcode"] == "Server"
         assert fault["faultstring"].startswith(
-            "The database is unavailable (cannot connect to it). Retry in")
+            "The database is unavailable (cannot connect to it). ")
+    # A read changed nothing; a write may have been made (see below).
+    for response in answers[:2]:
+        assert "Retry in a few seconds." in _fault(response)["faultstring"]
+    for response in answers[2:]:
+        assert "may have been carried out" in _fault(response)["faultstring"]
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(records) == len(answers), [r.getMessage() for r in records]
     assert not any(r.exc_info for r in records)
@@ -96,6 +108,55 @@ def test_lost_database_is_503_then_serves_again(cut_able, caplog):
                         headers=cyborg_fixture.NOVA).get_json()
     # Nothing the 503s answered was written.
     assert len(listed["arqs"]) == 2
+
+
+def test_a_create_whose_answer_was_lost_leaves_no_arq_behind(cut_able,
+                                                             caplog):
+    cyborg, proxy = cut_able
+    cyborg.conf.set_override("initial_arq_max_age", 3600, group="nova")
+    profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+    client = cyborg.client
+    proxy.lose_answer_after(b"INSERT INTO arqs")
+
+    response = client.post("/v2/accelerator_requests",
+                           headers=cyborg_fixture.NOVA,
+                           json={"device_profile_name": profile["name"]})
+
+    # The INSERT was committed; the answer says it may have been.
+    assert response.status_code == 503, response.get_data(as_text=True)
+    assert response.headers["Retry-After"] == "5"
+    assert "may have been carried out" in _fault(response)["faultstring"]
+    (lost,) = _arq_rows(cyborg)
+    assert (lost.state, lost.instance_uuid, lost.created_by_service) == (
+        "Initial", None, True)
+    # Nova retries, gets other ARQs and binds them.
+    retried = cyborg.create_arqs(profile["name"])[0]["uuid"]
+    instance = str(uuid.uuid4())
+    assert cyborg.bind([retried], cyborg_fixture.FPGA_REGION0_RP,
+                       instance).status_code == 202
+    reclaimer = reclaim.Reclaimer(cyborg.conf, cyborg.db)
+    assert reclaimer.reap_unclaimed() == []  # too young yet
+    _created_ago(cyborg, 3601)
+
+    with caplog.at_level(logging.WARNING, logger="cyborg_lite.reclaim"):
+        assert reclaimer.reap_unclaimed() == [lost.uuid]
+
+    assert [(a.uuid, a.state) for a in _arq_rows(cyborg)] == [
+        (retried, "Bound")]
+    (line,) = [r.getMessage() for r in caplog.records
+               if r.name == "cyborg_lite.reclaim"]
+    assert line.startswith("Deleted 1 ARQ(s) created with a service token")
+    assert lost.uuid in line
+
+
+def _arq_rows(cyborg):
+    return cyborg.db.read(lambda s: list(s.execute(
+        sa.select(models.ARQ).order_by(models.ARQ.id)).scalars()))
+
+
+def _created_ago(cyborg, seconds):
+    cyborg.db.run(lambda s: s.execute(sa.update(models.ARQ).values(
+        created_at=models.utcnow() - datetime.timedelta(seconds=seconds))))
 
 
 def test_database_down_at_the_first_request_is_503(cut_able):

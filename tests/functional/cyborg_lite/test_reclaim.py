@@ -18,6 +18,7 @@ reads the pass makes; the real Nova's case is in
 tests/functional/e2e/test_real_neutron.py."""
 
 import contextlib
+import datetime
 import http.server
 import json
 import logging
@@ -30,9 +31,11 @@ import sqlalchemy as sa
 
 from cyborg_lite import periodics
 from cyborg_lite import reclaim
+from cyborg_lite.db import arq_reaper
 from cyborg_lite.db import models
 from tests.fixtures.cyborg import FPGA_REGION0_RP
 from tests.fixtures.cyborg import make_cyborg
+from tests.fixtures.cyborg import MEMBER
 
 
 class _Nova(http.server.BaseHTTPRequestHandler):
@@ -185,6 +188,77 @@ def test_a_pass_asks_about_a_bounded_batch_and_the_next_goes_on(tmp_path):
     assert sorted(done) == sorted([first, second])
     assert reclaimer.reclaimed == 2
     assert _handles_in_use(cyborg) == 0
+    cyborg.db.dispose()
+
+
+def _created_ago(cyborg, arq_uuids, seconds):
+    cyborg.db.run(lambda s: s.execute(
+        sa.update(models.ARQ).where(models.ARQ.uuid.in_(arq_uuids))
+        .values(created_at=models.utcnow()
+                - datetime.timedelta(seconds=seconds))))
+
+
+def test_initial_arqs_nova_never_learned_of_are_deleted_in_batches(
+        tmp_path, caplog, db_url):
+    with _nova() as nova:
+        cyborg = _cyborg(tmp_path, nova.endpoint, db_url,
+                         **{"nova.reclaim_batch": 2})
+        profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+        lost = [cyborg.create_arqs(profile["name"])[0]["uuid"]
+                for _ in range(3)]
+        young = cyborg.create_arqs(profile["name"])[0]["uuid"]
+        users = cyborg.create_arqs(profile["name"], caller=MEMBER)[0]["uuid"]
+        bound, instance = _bound(cyborg)
+        nova.servers.add(instance)
+        _created_ago(cyborg, lost + [users, bound], 3601)
+        _created_ago(cyborg, [young], 3500)
+        reclaimer = reclaim.Reclaimer(cyborg.conf, cyborg.db)
+        caplog.set_level(logging.WARNING, logger="cyborg_lite.reclaim")
+
+        assert sorted(reclaimer.run_once()) == sorted(lost)
+
+        # Nova's young ARQ, a user's and a bound one stay.
+        assert sorted(_arqs(cyborg)) == sorted([
+            (young, "Initial"), (users, "Initial"), (bound, "Bound")])
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 2, lines  # one per batch of 2
+        assert all(lost[0] in line or lost[2] in line for line in lines)
+        assert reclaimer.run_once() == []
+        # 0 keeps them whatever their age.
+        _created_ago(cyborg, [young], 7200)
+        cyborg.conf.set_override("initial_arq_max_age", 0, group="nova")
+        assert reclaimer.run_once() == []
+        assert (young, "Initial") in _arqs(cyborg)
+    cyborg.db.dispose()
+
+
+def test_an_arq_bound_after_the_reaper_read_it_is_kept(tmp_path, db_url):
+    cyborg = make_cyborg(tmp_path, db_url=db_url)
+    profile = cyborg.create_profile([{"resources:FPGA": "1"}])
+    arqs = [cyborg.create_arqs(profile["name"])[0]["uuid"]
+            for _ in range(2)]
+    _created_ago(cyborg, arqs, 7200)
+
+    def _reap_while_nova_binds(session):
+        execute = session.execute
+
+        def bind_before_delete(statement, *args, **kwargs):
+            if getattr(statement, "is_delete", False):
+                # NOTE(tests): what a bind committed between the reaper's
+                # read and its DELETE leaves.
+                execute(sa.update(models.ARQ)
+                        .where(models.ARQ.uuid == arqs[0])
+                        .values(state="BindStarted",
+                                instance_uuid=str(uuid.uuid4())))
+            return execute(statement, *args, **kwargs)
+
+        session.execute = bind_before_delete
+        return arq_reaper.reap(session, 3600, 10)
+
+    gone, looked_at = cyborg.db.run(_reap_while_nova_binds)
+
+    assert (gone, looked_at) == ([arqs[1]], 2)
+    assert _arqs(cyborg) == [(arqs[0], "BindStarted")]
     cyborg.db.dispose()
 
 

@@ -52,6 +52,34 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.mariadb]
 
 REQUEST_ID = re.compile(r"^req-[0-9a-f-]{36}$")
 
+#: gunicorn reads ./gunicorn.conf.py: a worker that finds the marker file
+#: when a PATCH comes SIGKILLs itself after that bind committed, before it
+#: launches the programming run.
+GUNICORN_HOOK = """
+import os
+import signal
+
+MARKER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      "kill-before-launch")
+
+
+def pre_request(worker, req):
+    if req.method != "PATCH" or not os.path.exists(MARKER):
+        return
+    from cyborg_lite.programming import programmer
+
+    launch = programmer.Programmer.launch
+
+    def launch_or_die(self, jobs):
+        try:
+            os.unlink(MARKER)
+        except FileNotFoundError:
+            return launch(self, jobs)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    programmer.Programmer.launch = launch_or_die
+"""
+
 #: the options of admin/high-availability.rst, for the API and the agent.
 QUORUM = {"rabbit_quorum_queue": "true", "rabbit_retry_interval": "1",
           "rabbit_retry_backoff": "1"}
@@ -128,6 +156,8 @@ class Deployment:
                               "endpoint": placement_server.url,
                               "token": "admin"}})
         self.server.write_config()
+        (directory / "api" / "gunicorn.conf.py").write_text(GUNICORN_HOOK)
+        self.kill_before_launch = directory / "api" / "kill-before-launch"
         db = db_engine.Database(self.db_url)
         db.sync()
         inventory_apply.apply_document(db, self.document)
@@ -319,3 +349,52 @@ def test_api_reload_loses_no_request(cloud):
     assert errors == []
     assert set(statuses) == {200}
     assert _worker_pids(cloud.server) - before, "no worker was replaced"
+
+
+def _programmings(cloud, region_id):
+    return cloud.agent_log.read_text().count(
+        f"Programming {cloud.pci} region {region_id} with image")
+
+
+def _free(cloud, rp_index):
+    """Delete the ARQs earlier tests bound to a region, as Nova would."""
+    status, body = cloud.client.call("GET", "/v2/accelerator_requests",
+                                     env.NOVA)
+    assert status == 200, body
+    for arq in body["arqs"]:
+        if arq["device_rp_uuid"] == cloud.rps[rp_index]:
+            _delete(cloud, arq["uuid"])
+
+
+def test_worker_killed_between_commit_and_launch_binds(cloud):
+    _free(cloud, 3)
+    before = _programmings(cloud, 3)
+    (arq,) = cloud.client.arqs(cloud.client.profile("nlb3"))
+    body = {arq: [
+        {"op": "add", "path": "/hostname", "value": cloud.host},
+        {"op": "add", "path": "/device_rp_uuid", "value": cloud.rps[3]},
+        {"op": "add", "path": "/instance_uuid",
+         "value": str(uuid.uuid4())}]}
+    cloud.kill_before_launch.write_text("")
+
+    with pytest.raises(requests.ConnectionError):
+        requests.patch(f"{cloud.server.url}/v2/accelerator_requests",
+                       headers=env.NOVA, json=body, timeout=60)
+
+    assert not cloud.kill_before_launch.exists()
+    assert cloud.client.arq(arq)["state"] == "BindStarted"
+    # Nova's retry is a repeat: nothing done, 202.
+    response = requests.patch(f"{cloud.server.url}/v2/accelerator_requests",
+                              headers=env.NOVA, json=body, timeout=60)
+    assert response.status_code == 202, response.text
+    # A surviving worker's reconciler takes the stale run over after
+    # [programming] stale_after (3 s), finds the region never programmed
+    # and starts the run: Bound, one programming on the agent.
+    assert cloud.client.wait_resolved(arq, timeout=60)["state"] == "Bound"
+    assert cloud.sim(3)["function_id"] == "nlb3"
+    db = db_engine.Database(cloud.db_url)
+    region = env.region_row(db, cloud.rps[3])
+    db.dispose()
+    assert (region.state, region.function_id, region.relaunches) == (
+        "ready", "nlb3", 1)
+    assert _programmings(cloud, 3) == before + 1, cloud.agent.log()

@@ -17,6 +17,8 @@ import io
 import os
 import time
 
+import pytest
+
 from accel_tools.embedded import common as embedded_common
 from cyborg_lite.agent.drivers import sim
 from cyborg_lite.cmd.manage import programming as pools_manage
@@ -73,21 +75,143 @@ def test_reconciler_binds_what_the_agent_finished(embedded_factory,
     assert not again["settled"] and not again["errored"]
 
 
-def test_reconciler_fails_what_the_agent_never_did(embedded_factory,
-                                                   nova_standin):
+def _counting_programs(api):
+    """Count the agent's program_region calls; returns the list they are
+    appended to."""
+    agent = api.programmer.agent_api()
+    calls, program = [], agent.program_region
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return program(*args, **kwargs)
+
+    agent.program_region = counted
+    return calls
+
+
+def test_reconciler_starts_what_the_agent_never_did(embedded_factory,
+                                                    nova_standin):
     api = embedded_factory(**{"programming.stale_after": 0.3})
+    calls = _counting_programs(api)
     arq, instance = _orphaned_bind(api, "nlb3")
     time.sleep(0.4)
 
-    summary = reconciler.reconcile(_restarted(api), pools=False)
+    summary = reconciler.reconcile(_restarted(api), pools=False, wait=True)
 
-    # The run is failed; the region is then settled from the agent's
-    # reading (healthy, nothing loaded), not from a guess.
+    # The agent reads the region healthy without the target: it was never
+    # asked, so the run is started (once), not failed.
+    assert summary["relaunched"] == [api.region().uuid]
+    assert summary["errored"] == []
+    assert api.client.arq(arq)["state"] == "Bound"
+    region = api.region()
+    assert (region.state, region.function_id, region.relaunches) == (
+        "ready", "nlb3", 1)
+    assert len(calls) == 1
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["completed"]
+    # Another worker's pass finds nothing left to do.
+    again = reconciler.reconcile(_restarted(api), pools=False, wait=True)
+    assert not again["relaunched"] and not again["errored"]
+    assert len(calls) == 1
+    # The next run of the region starts with its count at 0.
+    assert api.client.unbind([arq])[0] == 202
+    fresh = api.client.arqs(api.client.profile("nlb0"))
+    api.programmer.launch = lambda jobs: []
+    assert api.bind(fresh)[0] == 202
+    assert (api.region().state, api.region().relaunches) == (
+        "programming", 0)
+
+
+def test_a_single_device_is_started_again_as_one_run(embedded_factory,
+                                                      caplog):
+    document = env.single_mode(make_inventory(handles_per_region=(2, 2)))
+    api = embedded_factory(document=document,
+                           **{"programming.stale_after": 0.3})
+    calls = _counting_programs(api)
+    arq, _ = _orphaned_bind(api, "nlb3")
+    assert api.region(1).state == "programming"
+    time.sleep(0.4)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False, wait=True)
+
+    assert sorted(summary["relaunched"]) == sorted(
+        [api.region(0).uuid, api.region(1).uuid])
+    assert api.client.arq(arq)["state"] == "Bound"
+    assert [(api.region(i).state, api.region(i).function_id)
+            for i in (0, 1)] == [("ready", "nlb3")] * 2
+    # One run, as the bind's own: each region of the device once.
+    assert sorted(call[2] for call in calls) == ["0", "1"]
+    (line,) = [r.getMessage() for r in caplog.records
+               if "never reached the agent" in r.getMessage()]
+    assert api.region(0).uuid in line and api.region(1).uuid in line
+
+
+def test_a_run_whose_process_keeps_dying_fails_after_the_limit(
+        embedded_factory, nova_standin):
+    api = embedded_factory(**{"programming.stale_after": 0.3,
+                              "programming.relaunch_limit": 1})
+    calls = _counting_programs(api)
+    arq, instance = _orphaned_bind(api, "nlb3")
+    time.sleep(0.4)
+    dying = _restarted(api)
+    dying.launch = lambda jobs: []  # started again, and died again
+    assert reconciler.reconcile(dying, pools=False)["relaunched"] == [
+        api.region().uuid]
+    time.sleep(0.4)
+
+    summary = reconciler.settle_stale(_restarted(api), wait=True)
+
+    assert summary["relaunched"] == []
     assert summary["errored"] == [api.region().uuid]
-    assert summary["recovered"] == [api.region().uuid]
+    assert api.client.arq(arq)["state"] == "BindFailed"
+    assert "after 1 restart(s)" in api.region().last_error
+    assert calls == []
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["failed"]
+
+
+def test_a_run_started_again_that_the_agent_fails_is_bind_failed(
+        embedded_factory, nova_standin):
+    api = embedded_factory(**{"programming.stale_after": 0.3})
+    calls = _counting_programs(api)
+    arq, instance = _orphaned_bind(api, "nlb3")
+    os.makedirs(api.state_dir, exist_ok=True)
+    with open(os.path.join(api.state_dir, sim.FAULT_FILE), "w") as handle:
+        handle.write("injected")
+    time.sleep(0.4)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False, wait=True)
+
+    assert summary["relaunched"] == [api.region().uuid]
+    assert len(calls) == 1
     assert api.client.arq(arq)["state"] == "BindFailed"
     region = api.region()
-    assert (region.state, region.function_id) == ("ready", None)
+    assert region.state == "error"
+    assert "injected" in region.last_error
+    events = nova_standin.wait_for_events(1, server_uuid=instance)
+    assert [e["status"] for e in events] == ["failed"]
+
+
+def test_a_run_the_agent_lost_is_not_started_again(embedded_factory,
+                                                   nova_standin):
+    api = embedded_factory(**{"programming.stale_after": 0.3})
+    arq, instance = _orphaned_bind(api, "nlb3")
+    # The agent took the run and lost it: the device reads error.
+    fault = os.path.join(api.state_dir, sim.FAULT_FILE)
+    with open(fault, "w") as handle:
+        handle.write("the agent lost it")
+    with pytest.raises(Exception, match="the agent lost it"):
+        api.programmer.agent_api().program_region(
+            api.conf.agent.host, api.pci, "0", function_id="nlb3")
+    os.remove(fault)
+    assert api.sim()["state"] == "error"
+    time.sleep(0.4)
+
+    summary = reconciler.reconcile(_restarted(api), pools=False, wait=True)
+
+    assert summary["relaunched"] == []
+    assert summary["errored"] == [api.region().uuid]
+    assert api.client.arq(arq)["state"] == "BindFailed"
     events = nova_standin.wait_for_events(1, server_uuid=instance)
     assert [e["status"] for e in events] == ["failed"]
 

@@ -56,6 +56,23 @@ def test_program_region_by_function_confirms_the_function(agent):
         "function_id"] == "nlb0"
 
 
+def test_a_region_whose_image_is_being_fetched_reads_programming(agent):
+    # NOTE(tests): what program_region holds while it fetches the image,
+    # before the driver touches the device.
+    region = base.Region(FPGA, "0")
+    agent._claim(region)
+    try:
+        reading = agent.current_function({}, pci_address=FPGA,
+                                         region_id="0")
+    finally:
+        agent._release(region)
+
+    assert (reading["state"], reading["function_id"]) == (
+        "programming", None)
+    assert agent.current_function({}, pci_address=FPGA, region_id="0")[
+        "state"] == "ready"
+
+
 def test_program_region_by_bitstream_id(agent):
     result = agent.program_region({}, pci_address=FPGA.upper(),
                                   region_id="1", bitstream_id="img-nlb3")
