@@ -405,13 +405,16 @@ class Router:
         return rps
 
     def answer(self, groups, contents):
-        """A looked-up profile's groups as Nova's scheduler must read
-        them: routed groups require their content's lock trait; the others
-        forbid the lock traits of other contents
-        (:func:`.locks.scheduling_groups`).
+        """Record Nova's lookup of a profile and answer it: its groups as
+        Nova's scheduler must read them. Routed groups require their
+        content's lock trait, and the regions kept for them carry it when
+        this returns; the others forbid the lock traits of other contents
+        (:func:`.locks.scheduling_groups`). Writes the lookups and keeps
+        to the database and the lock traits to Placement: it is the
+        recording step of Nova's lookup, never of a plain read.
 
         :param contents: what regions run, from
-            :meth:`.locks.LockTraits.ensure_known`.
+            :meth:`.locks.LockTraits.contents`.
         """
         fallback = locks.scheduling_groups(groups, contents)
         if not self.enabled or not any(spec_of(g) for g in groups):
