@@ -22,6 +22,7 @@ from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.scheduling import locks
+from cyborg_lite.scheduling import routing
 
 
 def serialize(profile, contents=None, groups=None):
@@ -91,7 +92,9 @@ def route_lookup(response):
     if not svc.locks.ensure_known(profile.groups, contents):
         groups = profile.groups
     else:
-        groups = svc.router.answer(profile.groups, contents)
+        groups = svc.router.answer(
+            profile.groups, contents,
+            move=routing.is_move(flask.request.user_agent.string))
     return common.listing("device_profiles", [profile],
                           [serialize(profile, groups=groups)])
 
