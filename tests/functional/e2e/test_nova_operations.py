@@ -29,7 +29,8 @@ Evacuate and unshelve make nova-conductor look the profile up again, and
 that lookup does not say which hosts Nova leaves out: cyborg_lite counts it
 without routing it, so a move is not confined to the regions of the host it
 leaves (doc/source/install/nova.rst, "Operations on a server with
-accelerators"); the ``routed`` tests move servers whose boot was routed.
+accelerators"). :func:`test_evacuate_of_a_routed_boot` and
+:func:`test_unshelve_on_another_host` move servers whose boot was routed.
 """
 
 import contextlib
