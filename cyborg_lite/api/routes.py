@@ -19,12 +19,26 @@ unknown method gets 405 with ``Allow`` from werkzeug's routing, turned into
 the error envelope by :mod:`cyborg_lite.api.errors`.
 
 As in real Cyborg's root controller, a path whose first segment (after an
-optional ``/accelerator``) is not ``v2`` is served as ``/v2/<path>``
-(CONTRACT.md §0): ``GET /accelerator_requests`` is ``GET
-/v2/accelerator_requests``, with the same version headers and errors. ``/``
-and ``/accelerator`` stay the root document. :func:`route_to_v2` does it
-before routing; registering the blueprints installs it.
+optional ``/accelerator``) is not ``v2`` is served as ``/v2/<path>``:
+``GET /accelerator_requests`` is ``GET /v2/accelerator_requests``, with the
+same version headers and errors. ``/`` and ``/accelerator`` stay the root
+document. :func:`route_to_v2` does it before routing; registering the
+blueprints installs it.
+
+A GET computes its answer and writes nothing. One read is more than a
+read: Nova's lookup of the profile of a boot it is about to schedule
+(``GET /v2/device_profiles?name=NAME`` with a service token). Nova's
+scheduler then reads nothing but Placement, so what the answer relies on
+(the lookup counted, regions kept for it, their lock traits in Placement)
+must be written before the answer leaves. Such a method maps to
+``(handler, step)``: the step runs after the handler, with its response,
+records what the request means and returns the response sent
+(:func:`device_profiles.route_lookup
+<cyborg_lite.api.handlers.device_profiles.route_lookup>`, which leaves
+every other read's answer as the handler computed it).
 """
+
+import functools
 
 import flask
 
@@ -39,11 +53,13 @@ from cyborg_lite.api.handlers import versions
 _ARQ = accelerator_requests
 _DP = device_profiles
 
-#: (resource module, URL rule, {HTTP method: handler})
+#: (resource module, URL rule, {HTTP method: handler, or (handler, the
+#: step that records what the request means, see above)})
 ROUTES = (
     (versions, "/", {"GET": versions.root}),
     (versions, "/v2", {"GET": versions.v2}),
-    (_DP, "/v2/device_profiles", {"GET": _DP.list_profiles,
+    (_DP, "/v2/device_profiles", {"GET": (_DP.list_profiles,
+                                          _DP.route_lookup),
                                   "POST": _DP.create,
                                   "DELETE": _DP.delete_by_value}),
     (_DP, "/v2/device_profiles/<ident>", {"GET": _DP.show,
@@ -109,7 +125,17 @@ def make_blueprints():
             bp = blueprints[name] = flask.Blueprint(name, module.__name__)
             bp.record_once(_install_v2_routing)
         for method, handler in methods.items():
+            if isinstance(handler, tuple):
+                handler = _then(*handler)
             bp.add_url_rule(rule, endpoint=f"{handler.__name__}",
                             view_func=handler, methods=[method],
                             provide_automatic_options=False)
     return list(blueprints.values())
+
+
+def _then(handler, step):
+    """The view that runs ``handler``, then ``step`` on its response."""
+    @functools.wraps(handler)
+    def view(**kwargs):
+        return step(handler(**kwargs))
+    return view

@@ -194,24 +194,32 @@ class LockTraits:
         """True when Placement is part of the deployment."""
         return self.providers.enabled
 
-    def ensure_known(self, groups):
-        """Create the lock traits ``groups`` will forbid once answered to
-        Nova. :returns: the contents read, for :func:`scheduling_groups`;
-        None when Placement could not create them (the groups are then
-        answered as stored: Placement refuses an unknown forbidden trait).
+    def contents(self):
+        """What regions run, are being programmed with or are kept for
+        (read only), for :func:`scheduling_groups`."""
+        return self.db.read(deployable_db.contents)
+
+    def ensure_known(self, groups, contents):
+        """Create in Placement the lock traits ``groups`` forbid once
+        answered to Nova (Placement refuses an unknown forbidden trait).
+
+        :param contents: from :meth:`contents`.
+        :returns: False when Placement could not create them (the groups
+            are then answered as stored).
         """
-        contents = self.db.read(deployable_db.contents)
-        if self.enabled:
-            traits = forbidden_traits(groups, contents)
-            if traits:
-                try:
-                    self.providers.client().ensure_traits(traits)
-                except Exception as error:
-                    LOG.warning("Profile answered without lock traits: "
-                                "Placement did not create %s: %s",
-                                ", ".join(sorted(traits)), error)
-                    return None
-        return contents
+        if not self.enabled:
+            return True
+        traits = forbidden_traits(groups, contents)
+        if not traits:
+            return True
+        try:
+            self.providers.client().ensure_traits(traits)
+        except Exception as error:
+            LOG.warning("Profile answered without lock traits: Placement "
+                        "did not create %s: %s",
+                        ", ".join(sorted(traits)), error)
+            return False
+        return True
 
     def sync(self, deployable_ids):
         """Bring the lock traits of these regions (and the other regions

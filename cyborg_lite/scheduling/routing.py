@@ -37,6 +37,16 @@ there which content the boot will use:
   to the regions kept when it was routed, and the pool's boots, free to go
   to any, could fill those first.
 
+A move's lookup (nova-conductor reads the profile again to schedule an
+evacuate, or the unshelve of an offloaded server) is counted, not routed:
+Nova leaves hosts out of a move (the failed host, or every host but the one
+an unshelve names) that the lookup does not name, so an answer confined to
+one content's regions may offer only regions on those hosts. It is
+answered as a group routing leaves alone, and a group asking for a
+function counts against its handles like a routed one (no region is kept
+for it), so boots routed meanwhile keep to their own regions
+(:func:`is_move`).
+
 A routed group is answered with that content's lock trait required, so
 Placement offers the boot nothing else, and the regions kept carry the lock
 trait before the answer leaves (:mod:`.locks`). Routing runs one lookup at
@@ -69,6 +79,12 @@ LOG = logging.getLogger(__name__)
 #: Ironic reporter changes only when hardware does; a region that gains
 #: them is routed to this much later at most.
 ELIGIBLE_TTL = 60
+
+#: Programs whose lookups are a move's: nova-conductor reads a profile only
+#: to schedule an evacuate or an unshelve (nova/conductor/manager.py),
+#: nova-api only for a boot. keystoneauth names the program in the
+#: User-Agent it sends (the process's name, first).
+MOVE_AGENTS = frozenset({"nova-conductor"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +129,13 @@ def spec_of(group):
     return Spec(resource_class, units,
                 (function_id, None) if function_id else None,
                 pool_trait=pool)
+
+
+def is_move(user_agent):
+    """True for a lookup that schedules a move of a server that exists
+    (its User-Agent's first product is one of :data:`MOVE_AGENTS`)."""
+    product = (user_agent or "").split(" ", 1)[0]
+    return product.split("/", 1)[0] in MOVE_AGENTS
 
 
 def own_traits(group):
@@ -237,11 +260,13 @@ def _idle_unit(found, content):
     return []
 
 
-def route(session, group, eligible, now, lease):
+def route(session, group, eligible, now, lease, move=False):
     """Route one group (inside the router's transaction).
 
     :param eligible: rp uuids of the regions with the group's own traits
         (None: every region of its resource class).
+    :param move: the lookup is a move's: count it, never route it
+        (:func:`count_move`).
     :returns: ``(the group as answered, or None when not routed or only
         counted, the lock trait it was routed or counted to (None: neither),
         {rp uuid: (deployable id, lock trait recorded as written)} of the
@@ -250,6 +275,8 @@ def route(session, group, eligible, now, lease):
     spec = spec_of(group)
     if spec is None:
         return None, None, {}
+    if move:
+        return None, count_move(session, spec, now, lease), {}
     # NOTE(cyborg_lite): the lookups waiting are read before the handles
     # in use: a bind takes its handle and consumes its lookup in one
     # transaction, and where each statement reads its own snapshot
@@ -304,6 +331,26 @@ def route(session, group, eligible, now, lease):
         for r in found if r.lock == trait}
 
 
+def count_move(session, spec, now, lease):
+    """Count a move's group against its function's handles, keeping no
+    region: its answer is the one without routing, so it may go to any
+    region that runs the function or is unlocked on a host Nova allows,
+    and the region it binds consumes the lookup as a routed boot's would.
+
+    :returns: the lock trait it is counted against (None: a group asking
+        for no function, neither counted nor routed).
+    """
+    if spec.content is None:
+        return None
+    trait = inventory.lock_trait(*spec.content)
+    routing_db.add_lookup(session, trait, spec.units, now,
+                          now + datetime.timedelta(seconds=lease),
+                          function_trait=spec.pool_trait)
+    LOG.info("Lookup of a move counted for %s, not routed",
+             regions.target_text(*spec.content))
+    return trait
+
+
 def _joining_pools(session, group, trait, found):
     """A group asking for no function routed to ``trait``: with that lock
     trait required, or, while function pools' boots are counted there,
@@ -319,12 +366,13 @@ def _joining_pools(session, group, trait, found):
             **group, f"trait:{function_trait}": "required"}
 
 
-def _route_all(session, groups, eligible, lease):
+def _route_all(session, groups, eligible, lease, move):
     routing_db.lock_router(session)
     now = models.utcnow()
     answered, relied = [], {}
     for group, rps in zip(groups, eligible):
-        routed, trait, regions_of = route(session, group, rps, now, lease)
+        routed, trait, regions_of = route(session, group, rps, now, lease,
+                                          move=move)
         answered.append(routed)
         relied.update({rp: (ident, trait, written)
                        for rp, (ident, written) in regions_of.items()})
@@ -404,28 +452,34 @@ class Router:
             self._eligible_found[traits] = (now, rps)
         return rps
 
-    def answer(self, groups, contents):
-        """A looked-up profile's groups as Nova's scheduler must read
-        them: routed groups require their content's lock trait; the others
-        forbid the lock traits of other contents
-        (:func:`.locks.scheduling_groups`).
+    def answer(self, groups, contents, move=False):
+        """Record Nova's lookup of a profile and answer it: its groups as
+        Nova's scheduler must read them. Routed groups require their
+        content's lock trait, and the regions kept for them carry it when
+        this returns; the others forbid the lock traits of other contents
+        (:func:`.locks.scheduling_groups`). Writes the lookups and keeps
+        to the database and the lock traits to Placement: it is the
+        recording step of Nova's lookup, never of a plain read.
 
         :param contents: what regions run, from
-            :meth:`.locks.LockTraits.ensure_known`.
+            :meth:`.locks.LockTraits.contents`.
+        :param move: the lookup is a move's (:func:`is_move`): counted,
+            not routed.
         """
         fallback = locks.scheduling_groups(groups, contents)
         if not self.enabled or not any(spec_of(g) for g in groups):
             return fallback
         client = self.locks.providers.client()
         try:
-            eligible = [self._eligible(client, g) if spec_of(g) else None
+            eligible = [self._eligible(client, g)
+                        if spec_of(g) and not move else None
                         for g in groups]
         except Exception as error:
             LOG.warning("Lookup not routed: Placement did not list the "
                         "regions of its groups: %s", error)
             return fallback
         routed, relied = self.db.run(_route_all, groups, eligible,
-                                     self.conf.scheduling.lookup_lease)
+                                     self.conf.scheduling.lookup_lease, move)
         # NOTE(cyborg_lite): Placement refuses an unknown required trait,
         # and writing one to a provider.
         try:

@@ -22,6 +22,7 @@ from cyborg_lite.api import schemas
 from cyborg_lite.api.schemas import device_profiles as schema
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.scheduling import locks
+from cyborg_lite.scheduling import routing
 
 
 def serialize(profile, contents=None, groups=None):
@@ -53,43 +54,80 @@ def _authorize(action):
 
 
 def list_profiles():
-    """GET /v2/device_profiles[?name=a,b]
+    """GET /v2/device_profiles[?name=a,b]: computes, never writes.
 
-    Nova's lookup (one name, a service token) is routed
-    (:class:`cyborg_lite.scheduling.routing.Router`).
+    Each group asking for a function forbids the lock traits of the regions
+    locked to anything else. Nova's lookup of a boot's profile is then
+    recorded and routed by :func:`route_lookup`, the step the route table
+    names beside this GET.
     """
     svc = _authorize("get_all")
     params = common.query(("name", "limit", "marker"))
     limit, marker = common.pagination(params)
     names = params["name"].split(",") if "name" in params else None
     profiles = profile_db.get_all(svc.db, names=names, limit=limit,
-                                          marker=marker)
-    contents = _contents(svc, [g for p in profiles for g in p.groups])
-    if (contents is not None and names is not None and len(names) == 1
-            and len(profiles) == 1 and svc.router is not None
-            and common.context().is_service):
-        # NOTE(cyborg_lite): Nova's lookup of the profile of a boot it is
-        # about to schedule (it sends a service token): route it
-        # (doc/source/architecture.rst). A user's read is not routed, so
-        # it cannot keep regions from others.
-        (profile,) = profiles
-        groups = svc.router.answer(profile.groups, contents)
-        return common.listing("device_profiles", profiles,
-                              [serialize(profile, groups=groups)])
+                                  marker=marker)
+    contents = _contents(svc)
     return common.listing("device_profiles", profiles,
                           [serialize(p, contents) for p in profiles])
 
 
-def _contents(svc, groups):
-    """What regions run, with the lock traits ``groups`` forbid created in
-    Placement (it refuses unknown ones); None without Placement."""
+def route_lookup(response):
+    """After GET /v2/device_profiles: record Nova's lookup and answer it.
+
+    Nova reads the profile of a boot it is about to schedule (one name,
+    with a service token) and its scheduler then reads nothing but
+    Placement, so what the answer relies on (the lookup counted, the
+    regions kept, their lock traits, the traits the groups name) is
+    written before the answer leaves
+    (:meth:`cyborg_lite.scheduling.routing.Router.answer`). A user's read
+    records nothing, so it cannot keep regions from others; a read that
+    is not Nova's lookup leaves with the GET's answer.
+    """
+    svc = common.services()
+    profile = _nova_lookup(svc, response)
+    if profile is None:
+        return response
+    contents = svc.locks.contents()
+    if not svc.locks.ensure_known(profile.groups, contents):
+        groups = profile.groups
+    else:
+        groups = svc.router.answer(
+            profile.groups, contents,
+            move=routing.is_move(flask.request.user_agent.string))
+    return common.listing("device_profiles", [profile],
+                          [serialize(profile, groups=groups)])
+
+
+def _nova_lookup(svc, response):
+    """The profile a 200 answer holds when the request was Nova's lookup
+    (one name, a service token, Placement in the deployment); else
+    None."""
+    if (response.status_code != 200 or flask.request.method != "GET"
+            or svc.router is None
+            or svc.locks is None or not svc.locks.enabled
+            or not common.context().is_service
+            or len(flask.request.args.get("name", ",").split(",")) != 1):
+        return None
+    listed = response.get_json()["device_profiles"]
+    if len(listed) != 1:
+        return None
+    try:
+        return profile_db.get(svc.db, listed[0]["uuid"])
+    except exception.NotFound:
+        return None
+
+
+def _contents(svc):
+    """What regions run (read only); None without Placement."""
     if svc.locks is None or not svc.locks.enabled:
         return None
-    return svc.locks.ensure_known(groups)
+    return svc.locks.contents()
 
 
 def show(ident):
-    """GET /v2/device_profiles/{uuid or name}.
+    """GET /v2/device_profiles/{uuid or name}: computes, never writes (not
+    routed, not recorded).
 
     Names work at every microversion, not only from 2.2 as in Cyborg: the
     unchanged ``openstack accelerator device profile show NAME`` sends 2.0
@@ -98,8 +136,8 @@ def show(ident):
     svc = _authorize("get_one")
     common.query(())
     profile = profile_db.get(svc.db, ident)
-    contents = _contents(svc, profile.groups)
-    return flask.jsonify({"device_profile": serialize(profile, contents)})
+    return flask.jsonify({"device_profile": serialize(profile,
+                                                      _contents(svc))})
 
 
 def create():

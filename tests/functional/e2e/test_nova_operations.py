@@ -25,9 +25,12 @@ Placement and the server's allocations; the ``servers`` fixture deletes
 what a test booted and checks that no ARQ, allocation, region usage or
 Glance image is left.
 
-The two tests marked xfail are evacuate and unshelve where cyborg_lite's
-lookup routing answers with regions only on a host Nova leaves out
-(doc/source/install/nova.rst, "Operations on a server with accelerators").
+Evacuate and unshelve make nova-conductor look the profile up again, and
+that lookup does not say which hosts Nova leaves out: cyborg_lite counts it
+without routing it, so a move is not confined to the regions of the host it
+leaves (doc/source/install/nova.rst, "Operations on a server with
+accelerators"). :func:`test_evacuate_of_a_routed_boot` and
+:func:`test_unshelve_on_another_host` move servers whose boot was routed.
 """
 
 import contextlib
@@ -49,13 +52,6 @@ pytestmark = [pytest.mark.mariadb, pytest.mark.rabbitmq,
 FPGA = {"resources:FPGA": "1",
         "trait:" + nova_fixtures.FPGA_TRAIT: "required"}
 USER = nova_fixtures.END_USER
-#: cyborg_lite's lookup routing knows nothing of the hosts Nova will leave
-#: out (the failed host of an evacuate, every host but the one an unshelve
-#: asks for): it answers the group with the lock trait of the regions that
-#: run the function, and when those are all on such a host Nova finds no
-#: valid host.
-ROUTING_GAP = ("cyborg_lite routes the lookup to regions on the host Nova "
-               "leaves out (doc/source/install/nova.rst)")
 
 
 def _function_trait(function):
@@ -233,6 +229,7 @@ def _accelerators(cloud, server, function):
     assert arq["hostname"] == host
     region = arq["device_rp_uuid"]
     assert region in cloud.hosts[host]["fpga_rps"], (arq, host)
+    assert _region_state(cloud, region) == "ready"
     assert arq["attach_handle_type"] and arq["attach_handle_info"], arq
     traits = cloud.traits(region)
     assert _function_trait(function) in traits, traits
@@ -241,6 +238,24 @@ def _accelerators(cloud, server, function):
     assert allocations[region]["resources"] == {"FPGA": 1}, allocations
     assert cloud.hosts[host]["compute_rp"] in allocations, allocations
     return arq, allocations
+
+
+def _region_state(cloud, region):
+    """The state of the region (its deployable) of provider ``region``."""
+    (deployable,) = cloud._call(
+        "accelerator", "GET", f"/deployables?rp_uuid={region}", "admin",
+        None, (200,), {"OpenStack-API-Version": "accelerator 2.4"},
+    ).json()["deployables"]
+    return deployable["state"]
+
+
+def _left(cloud, region, function):
+    """``region`` no longer serves the server that left it: no handle in
+    use, not locked to ``function``, ready for anything."""
+    cloud.wait_until(
+        lambda: inventory.lock_trait(function) not in cloud.traits(region),
+        60, f"{region} to lose its lock trait")
+    assert _region_state(cloud, region) == "ready"
 
 
 def _unchanged(cloud, server, function, before):
@@ -355,17 +370,35 @@ def test_evacuate_binds_new_arqs_on_the_other_host(nova_cloud, flavors,
                          "nlb0")[0] == new
 
 
-@pytest.mark.xfail(strict=True, reason=ROUTING_GAP)
 def test_evacuate_of_a_routed_boot(nova_cloud, flavors, hosts, servers):
     """Host X fails while the only region running the server's function
-    that lookup routing answers with is on X: it should keep a region of
-    the other host for it."""
+    (its boot was routed there) is on X: nova-conductor's lookup is
+    counted, not routed, so Nova's scheduler takes a region of host Y,
+    which is programmed with nlb3 at the bind; X's region is left ready
+    and unlocked once the old ARQ is deleted, and its allocation goes when
+    X is back."""
     cloud = nova_cloud
     server = _boot(cloud, servers, flavors["nlb3"], "vm-evacuate-routed")
     host_x = server["OS-EXT-SRV-ATTR:host"]
+    host_y = _other(cloud, host_x)
+    old, _ = _accelerators(cloud, server, "nlb3")
+    tree_x = {cloud.hosts[host_x]["compute_rp"], old["device_rp_uuid"]}
+
     with _host_down(cloud, host_x):
         _action(cloud, server, {"evacuate": {}}, expect=(200,))
-        _settled(cloud, server, "SHUTOFF", _other(cloud, host_x))
+        after = _settled(cloud, server, "SHUTOFF", host_y)
+        new, allocations = _accelerators(cloud, after, "nlb3")
+        assert new["uuid"] != old["uuid"]
+        assert new["device_rp_uuid"] in cloud.hosts[host_y]["fpga_rps"]
+        assert cloud.arqs(server["id"]) == [new]
+        assert tree_x <= set(allocations), allocations
+        _left(cloud, old["device_rp_uuid"], "nlb3")
+    cloud.wait_until(lambda: not tree_x & set(cloud.allocations(
+        server["id"])), 120, "host X to remove the evacuated allocations")
+    assert cloud.usages(old["device_rp_uuid"]).get("FPGA") == 0
+    _action(cloud, after, {"os-start": None})
+    assert _accelerators(cloud, _settled(cloud, after, "ACTIVE"),
+                         "nlb3")[0] == new
 
 
 def _shelve_and_offload(cloud, server, function):
@@ -394,25 +427,25 @@ def test_shelve_offload_and_unshelve(nova_cloud, flavors, hosts, servers):
     assert arq["uuid"] != old["uuid"]
 
 
-# NOTE(tests): not strict: routing may keep a region of the other host
-# when one there was loaded with nlb3 by an earlier test.
-@pytest.mark.xfail(reason=ROUTING_GAP)
 def test_unshelve_on_another_host(nova_cloud, flavors, hosts, servers):
     """Unshelve to the other host (``host``, microversion 2.91) after the
-    offload freed the region that ran nlb3: routing should keep a region of
-    that host for it."""
+    offload freed the region that ran nlb3: nova-conductor's lookup is
+    counted, not routed, so a region of that host is bound (programmed
+    with nlb3 if it ran something else); the old region stays ready and
+    unlocked."""
     cloud = nova_cloud
     server = _boot(cloud, servers, flavors["nlb3"], "vm-unshelve-y")
-    host_y = _other(cloud, server["OS-EXT-SRV-ATTR:host"])
-    _shelve_and_offload(cloud, server, "nlb3")
+    host_x = server["OS-EXT-SRV-ATTR:host"]
+    host_y = _other(cloud, host_x)
+    old = _shelve_and_offload(cloud, server, "nlb3")
+    _left(cloud, old["device_rp_uuid"], "nlb3")
 
     _action(cloud, server, {"unshelve": {"host": host_y}})
-
-    def ended():
-        now = cloud.nova("GET", f"/servers/{server['id']}",
-                         expect=(200,)).json()["server"]
-        return now if now["OS-EXT-STS:task_state"] is None else None
-    after = cloud.wait_until(ended, cloud.arq_binding_timeout + 60,
-                             "the unshelve to end")
-    assert after["status"] == "ACTIVE", after
-    assert after["OS-EXT-SRV-ATTR:host"] == host_y
+    after = _settled(cloud, server, "ACTIVE", host_y)
+    arq, allocations = _accelerators(cloud, after, "nlb3")
+    assert arq["uuid"] != old["uuid"]
+    assert arq["device_rp_uuid"] in cloud.hosts[host_y]["fpga_rps"]
+    tree_x = {cloud.hosts[host_x]["compute_rp"],
+              *cloud.hosts[host_x]["fpga_rps"]}
+    assert not tree_x & set(allocations), allocations
+    assert cloud.usages(old["device_rp_uuid"]).get("FPGA") == 0

@@ -330,6 +330,39 @@ def test_a_users_read_of_a_profile_keeps_nothing(host):
     assert host.traits(host.r0) | host.traits(host.r1) == set()
 
 
+#: what nova-conductor's keystoneauth sends (the process's name first).
+CONDUCTOR = dict(env.NOVA, **{
+    "User-Agent": "nova-conductor keystoneauth1/5.18.1 "
+                  "python-requests/2.34.2 CPython/3.11.7"})
+
+
+def test_a_moves_lookup_is_counted_not_routed(host):
+    """nova-conductor's lookup (an evacuate or unshelve, for which Nova
+    leaves hosts out that the lookup does not name) keeps no region and
+    requires no lock trait, so the move may go to any region running the
+    function or unlocked; it counts against the function's handles, so a
+    boot of that function looked up meanwhile keeps a region of its own."""
+    client = host.api.client
+    nlb3 = client.profile("nlb3")
+
+    status, body = client.call(
+        "GET", f"/v2/device_profiles?name={nlb3}", CONDUCTOR)
+
+    assert status == 200, body
+    (group,) = body["device_profiles"][0]["groups"]
+    assert required_locks(group) == set()
+    assert host.offered([group]) == {host.r0, host.r1}
+    assert host.traits(host.r0) | host.traits(host.r1) == set()
+    assert host.api.db.run(lambda session: routing_db.live_lookups(
+        session, models.utcnow())) == {NLB3: 1}
+
+    (boot,) = host.groups(nlb3)
+
+    assert required_locks(boot) == {NLB3}
+    (kept,) = host.offered([boot])
+    assert host.traits(kept) == {NLB3}
+
+
 def test_a_lookup_placement_cannot_serve_is_answered_unrouted(host):
     """Placement unreachable while a lookup keeps a region: the answer is
     the one without routing (no lock trait required that no region

@@ -14,6 +14,7 @@
 import pytest
 
 from cyborg_lite.api import routes
+from cyborg_lite.api.handlers import device_profiles
 
 
 @pytest.mark.parametrize("path, served", [
@@ -48,3 +49,14 @@ def test_middleware_rewrites_path_info_before_routing():
     middleware({"PATH_INFO": "/"}, None)
     middleware({}, None)
     assert seen == ["/v2/devices", "/", "/"]
+
+
+def test_only_novas_lookup_has_a_recording_step():
+    # A GET computes and writes nothing; the one read whose answer needs a
+    # record (Nova's lookup of a boot's profile) names its step here.
+    steps = {(rule, method): handler
+             for _, rule, methods in routes.ROUTES
+             for method, handler in methods.items()
+             if isinstance(handler, tuple)}
+    assert steps == {("/v2/device_profiles", "GET"): (
+        device_profiles.list_profiles, device_profiles.route_lookup)}

@@ -52,6 +52,19 @@ def test_groups_that_choose_their_regions_themselves_are_not_routed():
                             "resources:CUSTOM_X": "1"}) is None
 
 
+def test_nova_conductors_lookups_are_moves():
+    # keystoneauth puts the process's name first (nova-conductor reads a
+    # profile only for an evacuate or an unshelve); nova-api's lookup is a
+    # boot's, whatever server runs it.
+    assert routing.is_move("nova-conductor keystoneauth1/5.18.1 "
+                           "python-requests/2.34.2 CPython/3.11.7")
+    assert routing.is_move("nova-conductor/34.0.0 keystoneauth1/5.18.1")
+    assert not routing.is_move("gunicorn keystoneauth1/5.18.1")
+    assert not routing.is_move("nova-api keystoneauth1/5.18.1")
+    assert not routing.is_move("python-requests/2.34.2 nova-conductor")
+    assert not routing.is_move(None)
+
+
 def test_own_traits_leave_the_lock_traits_out():
     assert routing.own_traits({
         "resources:FPGA": "1", "trait:CUSTOM_FPGA_INTEL": "required",
