@@ -36,9 +36,6 @@ from cyborg_lite.db import errors
 #: execution option marking an engine whose transactions only read
 #: (sqlite: they begin DEFERRED).
 READ_ONLY = "cyborg_lite_read_only"
-#: execution option: the transactions of this engine send no ``BEGIN``,
-#: each statement commits on its own (PostgreSQL).
-NO_BEGIN = "cyborg_lite_no_begin"
 #: a pooled connection unused for longer than this is pinged before use.
 PING_AFTER_IDLE = 1.0
 
@@ -49,8 +46,6 @@ _AUTOCOMMIT = "cyborg_lite_autocommit"
 
 _LAST_USED = "cyborg_lite_last_used"
 _DIRTY = "cyborg_lite_dirty"
-_BEGIN = "cyborg_lite_begin"
-_IN_TRANSACTION = "cyborg_lite_in_transaction"
 
 _SESSION_READ_COMMITTED = {
     "mysql": "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
@@ -94,10 +89,9 @@ class EnginePlugin(sa.engine.CreateEnginePlugin):
     - Pre-ping off: a ping only of a connection that sat idle
       (:func:`_ping_when_idle`).
     - The pool hands out the connection returned last (LIFO).
+    - Autocommit for the engine that asks (``cyborg_lite_autocommit=1``).
     - MariaDB/MySQL: no ``ROLLBACK`` on return after a ``COMMIT``
-      (:func:`_reset_when_needed`); autocommit for the engine that asks.
-    - PostgreSQL: the ``BEGIN`` goes with the transaction's first
-      statement (:func:`_begin_with_first_statement`).
+      (:func:`_reset_when_needed`).
     - Every server: READ COMMITTED, and the errors of a server gone are
       disconnects (:func:`~cyborg_lite.db.errors.mark_unreachable`).
     """
@@ -117,7 +111,8 @@ class EnginePlugin(sa.engine.CreateEnginePlugin):
 
     def handle_pool_kwargs(self, pool_cls, pool_args):
         # NOTE(cyborg_lite): oslo.db always asks for pre-ping, a round
-        # trip before every transaction: a fifth of an ARQ cycle's.
+        # trip before every checkout: an ARQ cycle's steps take 2/3/2
+        # round trips with it, 1/2/1 without (arq_cycle.py --round-trips).
         pool_args["pre_ping"] = False
         if issubclass(pool_cls, sa.pool.QueuePool):
             # NOTE(cyborg_lite): a worker serving one request at a time
@@ -135,8 +130,6 @@ class EnginePlugin(sa.engine.CreateEnginePlugin):
         _ping_when_idle(engine)
         if self.backend == "mysql" and not self.autocommit:
             _reset_when_needed(engine)
-        if self.backend == "postgresql":
-            _begin_with_first_statement(engine)
 
 
 # NOTE(cyborg_lite): registered in-process (the dialect registry's
@@ -149,14 +142,11 @@ def _read_committed(engine, autocommit):
     waited for another worker's row lock sees that worker's commit (and
     fails its WHERE) instead of a stale snapshot or a serialization
     error."""
-    postgresql = engine.dialect.name == "postgresql"
     statement = _SESSION_READ_COMMITTED[engine.dialect.name]
 
     @event.listens_for(engine, "connect")
     def _set(dbapi_connection, record):
-        if autocommit or postgresql:
-            if postgresql:
-                dbapi_connection.autocommit = True
+        if autocommit:
             # NOTE(cyborg_lite): the dialect's way would switch autocommit
             # off; in autocommit, the session's default is what counts.
             cursor = dbapi_connection.cursor()
@@ -202,12 +192,12 @@ def _reset_when_needed(engine):
 
     SQLAlchemy rolls back every connection returned to the pool, also one
     whose transaction has just been committed; PyMySQL sends that
-    ``ROLLBACK`` to the server: one round trip more per transaction, a
-    fifth of those of an ARQ cycle. A connection is *clean* once its
-    transaction ended by a ``COMMIT`` or ``ROLLBACK`` that succeeded, and
-    *dirty* from its next statement, or any error, on; a dirty one (or one
-    never seen clean) is rolled back on its return. This is SQLAlchemy's
-    documented custom reset: ``reset_on_return`` None
+    ``ROLLBACK`` to the server: one round trip more per write transaction
+    (the ARQ cycle's steps run in autocommit and need none). A connection
+    is *clean* once its transaction ended by a ``COMMIT`` or ``ROLLBACK``
+    that succeeded, and *dirty* from its next statement, or any error, on;
+    a dirty one (or one never seen clean) is rolled back on its return.
+    This is SQLAlchemy's documented custom reset: ``reset_on_return`` None
     (:class:`EnginePlugin`) and a ``reset`` event.
     """
     @event.listens_for(engine, "before_cursor_execute")
@@ -243,72 +233,6 @@ def _reset_when_needed(engine):
             dbapi_connection.rollback()
             if record is not None:
                 record.info[_DIRTY] = False
-
-
-def _begin_with_first_statement(engine):
-    """Send a PostgreSQL transaction's ``BEGIN`` with its first statement.
-
-    psycopg2 sends the ``BEGIN`` of a transaction on its own, a round trip
-    before the first statement. Here its connections stay in autocommit
-    (where its ``commit()`` and ``rollback()`` send nothing) and each
-    transaction's first statement goes as ``BEGIN; <statement>`` in one
-    message (the simple query protocol runs both and answers the last);
-    the ``commit`` and ``rollback`` events send ``COMMIT`` or ``ROLLBACK``
-    when a ``BEGIN`` was sent. A connection with the :data:`NO_BEGIN`
-    execution option runs its statements in autocommit: one pool serves
-    both.
-    """
-    @event.listens_for(engine, "begin")
-    def _begin(connection):
-        if not connection.get_execution_options().get(NO_BEGIN):
-            connection.info[_BEGIN] = True
-
-    @event.listens_for(engine, "before_cursor_execute", retval=True)
-    def _with_begin(connection, cursor, statement, parameters, context,
-                    executemany):
-        info = connection.info
-        if info.pop(_BEGIN, False):
-            info[_IN_TRANSACTION] = True
-            if executemany:
-                # NOTE(cyborg_lite): the statement would be sent once per
-                # row: BEGIN on its own.
-                cursor.execute("BEGIN")
-            else:
-                statement = "BEGIN; " + statement
-        return statement, parameters
-
-    def _ending(verb):
-        def end(connection):
-            if connection.invalidated:
-                return
-            info = connection.info
-            info.pop(_BEGIN, None)
-            if info.pop(_IN_TRANSACTION, False):
-                # NOTE(cyborg_lite): through the connection, so that a
-                # failed COMMIT or ROLLBACK is translated, and a lost
-                # server drops the pool, as for any statement.
-                connection.exec_driver_sql(verb)
-        return end
-
-    event.listen(engine, "commit", _ending("COMMIT"))
-    event.listen(engine, "rollback", _ending("ROLLBACK"))
-
-    @event.listens_for(engine, "reset")
-    def _reset(dbapi_connection, record, reset_state):
-        # NOTE(cyborg_lite): a connection returned in a transaction that
-        # was never ended (its Connection was garbage collected).
-        if record is not None and record.info.pop(_IN_TRANSACTION, False) \
-                and not reset_state.terminate_only:
-            cursor = dbapi_connection.cursor()
-            try:
-                cursor.execute("ROLLBACK")
-            finally:
-                cursor.close()
-
-    @event.listens_for(engine, "connect")
-    def _fresh(dbapi_connection, record):
-        record.info.pop(_BEGIN, None)
-        record.info.pop(_IN_TRANSACTION, None)
 
 
 def sqlite_engine(url, options):

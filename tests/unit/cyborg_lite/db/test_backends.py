@@ -62,7 +62,7 @@ def test_autocommit_is_a_dialect_argument_and_leaves_the_url():
 
 @pytest.mark.parametrize("url, engines", [
     ("mysql+pymysql://u:p@127.0.0.1:9/db", 2),
-    ("postgresql+psycopg2://u:p@127.0.0.1:9/db", 1),
+    ("postgresql+psycopg2://u:p@127.0.0.1:9/db", 2),
 ])
 def test_server_engines_come_from_enginefacade_with_the_plugin(url, engines):
     # Nothing listens on port 9: building the engines connects to nothing.
