@@ -57,8 +57,6 @@ from cyborg_lite.db.pagination import paginate as paginate
 
 LOG = logging.getLogger(__name__)
 
-READ_ONLY = backends.READ_ONLY
-PING_AFTER_IDLE = backends.PING_AFTER_IDLE
 
 # How a unit of work runs: one transaction; reads only; at most one
 # statement that writes (see Database.autocommit).
@@ -161,7 +159,7 @@ class Database:
                                               self.options)
         if self._autocommit is None:
             self._reader = orm.sessionmaker(
-                self.engine.execution_options(**{READ_ONLY: True}),
+                self.engine.execution_options(**{backends.READ_ONLY: True}),
                 expire_on_commit=False)
             self._single = self._sessionmaker
         else:
