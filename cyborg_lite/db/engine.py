@@ -107,30 +107,6 @@ def transaction_context(url, options, autocommit=False):
     return context
 
 
-def _autocommit_engine(engine, backend, url, options):
-    """The engine that runs each statement as its own transaction, or None
-    (sqlite).
-
-    Under READ COMMITTED every statement reads its own snapshot anyway, so
-    reads lose nothing in autocommit, nor does a unit of work whose only
-    write is one statement; both save the ``BEGIN`` (psycopg2) and
-    ``COMMIT`` round trips of a transaction. The connections of a
-    transaction must not be in autocommit, and switching one costs a round
-    trip or two each way (PyMySQL's ``SET autocommit``, SQLAlchemy's look
-    at PostgreSQL's isolation level), which SQLAlchemy would spend on every
-    checkout: autocommit gets a pool of its own (its own enginefacade
-    context), whose connections stay in autocommit and whose ``ROLLBACK``
-    on return is skipped.
-    """
-    # NOTE(cyborg_lite): measured with arq_cycle.py --round-trips: one
-    # pool switching its connections to autocommit and back makes the
-    # cycle's steps 2/3/2 round trips on PostgreSQL instead of 1/2/1.
-    if backend in ("mysql", "postgresql"):
-        return transaction_context(
-            url, options, autocommit=True).writer.get_engine()
-    return None
-
-
 class Database:
     """A database handle: an engine, sessions and retried transactions.
 
@@ -143,28 +119,34 @@ class Database:
         self.url = url
         self.options = dict(DEFAULTS, **(options or {}))
         self.retries = self.options["db_max_retries"]
-        backend = backends.backend_name(url)
-        if backend == "sqlite":
+        if backends.backend_name(url) == "sqlite":
             self.engine = backends.sqlite_engine(url, self.options)
             self._sessionmaker = orm.sessionmaker(self.engine,
                                                   expire_on_commit=False)
+            #: the bind of :meth:`autocommit` (None: there is none).
+            self._autocommit = None
+            self._reader = orm.sessionmaker(
+                self.engine.execution_options(**{backends.READ_ONLY: True}),
+                expire_on_commit=False)
+            self._single = self._sessionmaker
         else:
             if not isinstance(url, str):
                 url = url.render_as_string(hide_password=False)
             writer = transaction_context(url, self.options).writer
             self.engine = writer.get_engine()
             self._sessionmaker = writer.get_sessionmaker()
-        #: the bind of :meth:`autocommit` (None: there is none, sqlite).
-        self._autocommit = _autocommit_engine(self.engine, backend, url,
-                                              self.options)
-        if self._autocommit is None:
-            self._reader = orm.sessionmaker(
-                self.engine.execution_options(**{backends.READ_ONLY: True}),
-                expire_on_commit=False)
-            self._single = self._sessionmaker
-        else:
-            self._reader = self._single = orm.sessionmaker(
-                self._autocommit, expire_on_commit=False)
+            # NOTE(cyborg_lite): reads and single-statement writes run in
+            # autocommit, on a pool of their own: under READ COMMITTED
+            # they lose nothing, and save the BEGIN (psycopg2) and COMMIT
+            # round trips of a transaction. Switching a pooled connection
+            # to autocommit and back would cost as much on every checkout
+            # (PyMySQL's SET autocommit, SQLAlchemy's look at PostgreSQL's
+            # isolation level): arq_cycle.py --round-trips counts 2/3/2
+            # round trips per step on PostgreSQL that way, 1/2/1 here.
+            autocommit = transaction_context(
+                url, self.options, autocommit=True).writer
+            self._autocommit = autocommit.get_engine()
+            self._reader = self._single = autocommit.get_sessionmaker()
         self._retrying = oslo_db_api.wrap_db_retry(
             retry_interval=FIRST_RETRY_INTERVAL,
             max_retries=self.retries,
@@ -251,8 +233,7 @@ class Database:
         """Every engine this handle runs statements on (to listen to their
         events): :attr:`engine`, and the one of :meth:`autocommit` and
         :meth:`read` where they have their own."""
-        if self._autocommit is None or (
-                self._autocommit.pool is self.engine.pool):
+        if self._autocommit is None:
             return (self.engine,)
         return (self.engine, self._autocommit)
 
