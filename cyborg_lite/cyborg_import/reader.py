@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from cyborg_lite import exception
 from cyborg_lite.cyborg_import import schema as schema_mod
+from cyborg_lite.db import backends as db_backends
 
 #: the tables read, in the order rows reference each other.
 TABLES = ("devices", "controlpath_ids", "deployables", "attributes",
@@ -55,11 +56,6 @@ def _read_only_url(url):
     return url
 
 
-def _begin_read_only(conn):
-    if conn.engine.dialect.name != "sqlite":
-        conn.exec_driver_sql("SET TRANSACTION READ ONLY")
-
-
 def read(url):
     """The :class:`Source` at ``url`` (an SQLAlchemy URL).
 
@@ -70,7 +66,7 @@ def read(url):
     engine = sa.create_engine(_read_only_url(url))
     try:
         with engine.connect() as conn:
-            _begin_read_only(conn)
+            db_backends.begin_read_only(conn)
             found = schema_mod.detect(conn, url=shown)
             metadata = sa.MetaData()
             metadata.reflect(conn, only=TABLES)

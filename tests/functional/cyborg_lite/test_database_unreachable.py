@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from cyborg_lite import periodics as periodics_mod
 from cyborg_lite import reclaim
 from cyborg_lite.api import app as app_mod
+from cyborg_lite.db import backends as db_backends
 from cyborg_lite.db import engine as db_engine
 from cyborg_lite.db import leases as lease_db
 from cyborg_lite.db import models
@@ -184,7 +185,7 @@ def test_connections_idle_across_a_restart_are_replaced_unseen(cut_able):
     # The server goes away and comes back while the pool sits idle.
     proxy.cut()
     proxy.restore()
-    time.sleep(db_engine.PING_AFTER_IDLE + 0.2)
+    time.sleep(db_backends.PING_AFTER_IDLE + 0.2)
     response = client.get("/v2/device_profiles",
                           headers=cyborg_fixture.MEMBER)
     assert response.status_code == 200, response.get_data(as_text=True)

@@ -25,7 +25,7 @@ import pymysql
 import pytest
 import sqlalchemy as sa
 
-from cyborg_lite.db import engine as db_engine
+from cyborg_lite.db import errors as db_errors
 
 
 def _wrapped(orig):
@@ -41,7 +41,7 @@ def _wrapped(orig):
 ])
 def test_mysql_errors_of_a_server_gone(code, message):
     error = _wrapped(pymysql.err.OperationalError(code, message))
-    assert db_engine.unreachable(error)
+    assert db_errors.unreachable(error)
 
 
 @pytest.mark.parametrize("code, message", [
@@ -50,7 +50,7 @@ def test_mysql_errors_of_a_server_gone(code, message):
     (1406, "Data too long for column 'name' at row 1"),
 ])
 def test_other_mysql_errors_are_not(code, message):
-    assert not db_engine.unreachable(
+    assert not db_errors.unreachable(
         _wrapped(pymysql.err.OperationalError(code, message)))
 
 
@@ -59,7 +59,7 @@ def test_libpq_connection_refused_has_no_sqlstate_and_is_gone():
         'connection to server at "10.0.0.2", port 5432 failed: '
         'Connection refused')
     assert orig.pgcode is None
-    assert db_engine.unreachable(_wrapped(orig))
+    assert db_errors.unreachable(_wrapped(orig))
 
 
 @pytest.mark.parametrize("sqlstate, gone", [
@@ -74,11 +74,11 @@ def test_postgresql_errors_by_sqlstate(sqlstate, gone):
     # sent; the subclass carries the SQLSTATE its class stands for.
     error_class = pg_errors.lookup(sqlstate)
     orig = type("FromServer", (error_class,), {"pgcode": sqlstate})("x")
-    assert db_engine.unreachable(_wrapped(orig)) is gone
+    assert db_errors.unreachable(_wrapped(orig)) is gone
 
 
 def test_oslo_db_connection_error_is_gone():
-    assert db_engine.unreachable(db_exc.DBConnectionError(
+    assert db_errors.unreachable(db_exc.DBConnectionError(
         _wrapped(pymysql.err.OperationalError(2003, "refused"))))
-    assert not db_engine.unreachable(db_exc.DBDeadlock())
-    assert not db_engine.unreachable(ValueError("not a database error"))
+    assert not db_errors.unreachable(db_exc.DBDeadlock())
+    assert not db_errors.unreachable(ValueError("not a database error"))
