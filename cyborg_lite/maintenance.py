@@ -86,4 +86,17 @@ def set_status(db, device_uuid, status, providers=None):
                     done=", ".join(done) or "none",
                     pending=", ".join(targets[len(done):]), status=current)
             done.append(rp_uuid)
-    return device_db.set_status(db, device_uuid, status)
+    device = device_db.set_status(db, device_uuid, status)
+    if reserve and providers is not None and providers.enabled:
+        # NOTE(cyborg_lite): a programming run that read the device enabled
+        # before this status commit may have restored reserved = 0 since the
+        # pass above; the run checks the status again after it restores, and
+        # this pass covers a restore that came before that check.
+        for rp_uuid in targets:
+            try:
+                providers.reserve(rp_uuid, reserve=True)
+            except Exception as error:
+                LOG.warning("Device %s is disabled but reserving %s again "
+                            "failed (%s); repeat the disable to set it",
+                            device_uuid, rp_uuid, error)
+    return device

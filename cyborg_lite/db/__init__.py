@@ -12,7 +12,12 @@
 
 """Persistence: the models, their migrations, and each table's queries.
 
-- :mod:`.engine`: the engine (oslo.db) and its transactions;
+- :mod:`.engine`: the :class:`~.engine.Database` handle: oslo.db
+  ``enginefacade`` contexts configured from ``[database]``, transactions
+  retried on deadlocks; :mod:`.backends` what differs between sqlite,
+  MariaDB/MySQL and PostgreSQL (connection setup, the SQLAlchemy engine
+  plugin); :mod:`.errors` what a database error means (unreachable: 503,
+  retryable); :mod:`.pagination` identifiers and list pages;
 - :mod:`.models`: the SQLAlchemy models; :mod:`.migrations` the alembic
   revisions, run by :mod:`.migration` (``cyborg-lite-manage db sync``);
   :mod:`.schema` says whether the database is at the revision the code
@@ -22,6 +27,8 @@
   :mod:`.attributes`, :mod:`.pools` (``function_pools``), :mod:`.leases`
   (``periodic_leases``), :mod:`.agent_contacts`,
   :mod:`.inventory_applied`; :mod:`.routing` the lookup routing's rows;
+  :mod:`.arq_reaper` deletes the ``Initial`` ARQs Nova never learned of,
+  :mod:`.relaunches` counts a programming run's restarts;
 - the bind's writer lives here too: the domain layer decides, this layer
   writes;
 - :mod:`.counts`: the read-only counts of the metrics endpoint;
