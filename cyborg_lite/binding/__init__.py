@@ -219,7 +219,7 @@ def _prefer_serving(session, decision, tried):
         return decision
     target = bind_db.serving_sibling(
         session, decision, plan.asked(decision),
-        avoid=tried.setdefault(decision.arq.uuid, set()))
+        avoid=tried.setdefault(decision.arq_uuid, set()))
     if target is None:
         return decision
     return plan.to_serving_sibling(decision, target)
@@ -245,11 +245,11 @@ class _Moves:
         :raises: the decision's reason, or :class:`NoRegionCanServe`, when
             no sibling takes it.
         """
-        fields = binds[decision.arq.uuid]
+        fields = binds[decision.arq_uuid]
         if decision.target is not None:
             # NOTE(cyborg_lite): not tried again for this ARQ, moved or not
             # (Placement refuses a move to a region it sees full).
-            self.serving[decision.arq.uuid].add(decision.target)
+            self.serving[decision.arq_uuid].add(decision.target)
             if self._to_serving(decision, fields):
                 fields["device_rp_uuid"] = decision.target
             return
@@ -258,14 +258,14 @@ class _Moves:
             if self.siblings is None or not self.siblings.enabled:
                 raise decision.reason
             raise NoRegionCanServe(reason=decision.reason.message,
-                                   arq=decision.arq.uuid,
+                                   arq=decision.arq_uuid,
                                    host=fields["hostname"])
         fields["device_rp_uuid"] = moved
 
     def _to_sibling(self, decision, fields):
         """Move the instance's allocation away from a region that cannot
         serve the group; the new provider, or None."""
-        arq = decision.arq.uuid
+        arq = decision.arq_uuid
         arq_tried = self.cannot.setdefault(arq, set())
         if len(arq_tried) >= MAX_SIBLING_MOVES:
             return None
@@ -294,12 +294,12 @@ class _Moves:
                                           decision.target, decision.group)
         except Exception as exc:
             LOG.warning("ARQ %s: allocation not moved to region %s: %s",
-                        decision.arq.uuid, decision.target, exc)
+                        decision.arq_uuid, decision.target, exc)
             return False
         if moved:
             LOG.info("ARQ %s: region %s of the same host already serves "
                      "its group; bound there instead of programming %s",
-                     decision.arq.uuid, decision.target, source)
+                     decision.arq_uuid, decision.target, source)
         return moved
 
 

@@ -94,7 +94,8 @@ def decide(facts, binds, policy):
         # first host before nova-compute deleted its ARQs (a failed claim)
         # and binds new ones on the next host: the old bindings belong to
         # a build that is over.
-        decisions += [Decision(Action.UNBIND, arq) for arq in others]
+        decisions += [Decision(Action.UNBIND, arq, arq_uuid=arq.uuid)
+                      for arq in others]
     for arq_uuid, fields in binds.items():
         arq, group = facts.arqs[arq_uuid]
         decisions.append(_decide_one(arq, group, fields,
@@ -109,7 +110,8 @@ def stop(decisions):
 
 
 def _decide_one(arq, group, fields, region, policy):
-    decision = Decision(Action.BIND, arq, fields, group, region)
+    decision = Decision(Action.BIND, arq, fields, group, region,
+                        arq_uuid=arq.uuid)
     if bind_db.is_repeat(arq, fields):
         return _as(decision, Action.REPEAT)
     if arq.state in (arq_states.BOUND, arq_states.BIND_STARTED):

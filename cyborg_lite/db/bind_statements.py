@@ -207,8 +207,8 @@ def _bound(arq, values):
 
 def bind_taking_handle(session, arq, handle_of, **values):
     """Move ``arq`` to ``Bound`` and take a free attach handle of the
-    region whose id is ``handle_of`` for it, in one statement where the database
-    allows it (else two).
+    region whose id is ``handle_of`` for it, in one statement where the
+    database allows it (else two).
 
     :returns: ``(moved, taken)``: ``moved`` as :func:`.arqs.move` answers
         (False: it is ``Bound`` already); ``taken`` whether a handle was

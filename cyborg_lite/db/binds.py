@@ -109,6 +109,8 @@ class Decision:
     reason: Exception = None
     #: MOVE: the provider of a sibling that serves the group already.
     target: str = None
+    #: the ARQ's uuid (still known once a rollback expired ``arq``).
+    arq_uuid: str = None
 
 
 @dataclasses.dataclass

@@ -27,6 +27,7 @@ other sees it.
 """
 
 import datetime
+import enum
 
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
@@ -108,8 +109,16 @@ def begin(session, deployables, owner, function_id=None, bitstream_id=None,
     return None
 
 
+class Seen(enum.Enum):
+    """What :func:`note_placement` expects of ``last_error``, beyond a
+    value."""
+
+    #: Any earlier ``last_error`` will do.
+    ANY = "any"
+
+
 #: :func:`note_placement`'s ``seen`` when any earlier ``last_error`` will do.
-ANY_ERROR = object()
+ANY_ERROR = Seen.ANY
 
 
 def note_placement(session, deployable_id, function_id, error,
