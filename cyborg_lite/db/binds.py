@@ -209,13 +209,15 @@ def _for_bind_with_region(scoped):
     """:func:`_for_bind` of one ARQ, with the region and device of the
     resource provider ``:rp`` beside the PATCH's ARQ (read without a
     lock)."""
-    # NOTE(cyborg_lite): the region's ON clause names the ARQ's column, so
-    # that the join links the tables (no cartesian product).
+    # NOTE(cyborg_lite): the region's provider compared with an expression
+    # of the ARQ's row (":rp" beside the PATCH's ARQ, NULL beside the
+    # others): the ON clause links the two tables, which SQLAlchemy's
+    # linter of the MySQL dialect needs to see no cartesian product.
+    beside = sa.case((_A.uuid == sa.bindparam("uuids"),
+                      sa.bindparam("rp")))
     return (_for_bind(scoped, True)
             .add_columns(_D, _V)
-            .outerjoin(_D, sa.and_(_A.uuid == sa.bindparam("uuids"),
-                                   _A.uuid.is_not(None),
-                                   _D.rp_uuid == sa.bindparam("rp"),
+            .outerjoin(_D, sa.and_(_D.rp_uuid == beside,
                                    _D.retired.is_(False)))
             .outerjoin(_V, _V.id == _D.device_id)
             .options(*deployable_db.BIND_COLUMNS))
