@@ -17,10 +17,11 @@ import collections
 
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import orm
+from sqlalchemy.orm import attributes
 
 from cyborg_lite import arq_states
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine
 from cyborg_lite.db import models
@@ -83,7 +84,7 @@ def _add(session, profile, project_id, specs, single=False,
     # NOTE(cyborg_lite): a Core INSERT, not the ORM's unit of work: on the
     # create of every boot, its flush cost more than the statement.
     now = models.utcnow()
-    rows = [dict(uuid=engine.new_uuid(), state="Initial",
+    rows = [dict(uuid=engine.new_uuid(), state=arq_states.INITIAL,
                  device_profile_id=profile.id,
                  device_profile_name=profile.name,
                  device_profile_group_id=group_id, project_id=project_id,
@@ -188,10 +189,6 @@ def get_all(session, project_id=None, instance_uuid=None, uuids=None,
     return engine.paginate(session, stmt, models.ARQ, limit, marker)
 
 
-_BOUND_ISH = (arq_states.BIND_STARTED, arq_states.BOUND)
-_A = models.ARQ
-
-
 def _in(column, name, single):
     """``column IN :name``; ``column = :name`` for a ``single`` value
     (SQLAlchemy renders an expanding IN again on every execution)."""
@@ -200,108 +197,82 @@ def _in(column, name, single):
     return column.in_(sa.bindparam(name, expanding=True))
 
 
-def _for_bind(scoped, single):
-    """The statement of :func:`for_bind`: only the columns a bind reads
-    (any other is loaded when first used, in the same transaction):
-    PyMySQL parses every column's description of every result in
-    Python."""
-    patched = _in(_A.uuid, "uuids", single)
-    if scoped:
-        patched = sa.and_(patched, _A.project_id == sa.bindparam("project"))
-    of_instances = sa.and_(_in(_A.instance_uuid, "instances", single),
-                           _A.state.in_(_BOUND_ISH))
-    return (sa.select(_A, models.DeviceProfile.groups)
-            .join(models.DeviceProfile,
-                  _A.device_profile_id == models.DeviceProfile.id)
-            .where(sa.or_(patched, of_instances))
-            .options(orm.load_only(
-                _A.id, _A.uuid, _A.state, _A.project_id, _A.hostname,
-                _A.device_rp_uuid, _A.instance_uuid,
-                _A.device_profile_group_id)))
+_MOVES = {}
 
 
-#: {(scoped, one ARQ and one instance): statement}
-_FOR_BIND = {(scoped, single): _for_bind(scoped, single)
-             for scoped in (False, True) for single in (False, True)}
-
-_D, _V = models.Deployable, models.Device
-
-
-def _for_bind_with_region(scoped):
-    """:func:`_for_bind` of one ARQ, with the region and device of the
-    resource provider ``:rp`` beside the PATCH's ARQ (read without a
-    lock: an instant bind takes its lock as it writes)."""
-    return (_for_bind(scoped, True)
-            .add_columns(_D, _V)
-            .outerjoin(_D, sa.and_(_A.uuid == sa.bindparam("uuids"),
-                                   _D.rp_uuid == sa.bindparam("rp"),
-                                   _D.retired.is_(False)))
-            .outerjoin(_V, _V.id == _D.device_id)
-            .options(orm.load_only(
-                _D.id, _D.uuid, _D.device_id, _D.rp_uuid, _D.state,
-                _D.function_id, _D.bitstream_id, _D.target_function_id,
-                _D.target_bitstream_id, _D.assigned_function_id,
-                _D.assigned_bitstream_id, _D.assigned_until, _D.retired),
-                orm.load_only(_V.id, _V.type, _V.status, _V.program_mode,
-                              _V.hostname, _V.retired)))
+def _move_statement(allowed, columns):
+    """``UPDATE arqs SET <columns> WHERE id = :arq_id AND state IN
+    <allowed>``, built once per shape (a handful exist)."""
+    stmt = _MOVES.get((allowed, columns))
+    if stmt is None:
+        # NOTE(cyborg_lite): on the table, not the ORM class: the caller's
+        # object is kept in step below, without ORM-enabled UPDATE costs.
+        stmt = (sa.update(_ARQS)
+                .where(_ARQS.c.id == sa.bindparam("arq_id"),
+                       _ARQS.c.state.in_(allowed))
+                .values({column: sa.bindparam(f"new_{column}")
+                         for column in columns}))
+        _MOVES[(allowed, columns)] = stmt
+    return stmt
 
 
-_FOR_BIND_WITH_REGION = {scoped: _for_bind_with_region(scoped)
-                         for scoped in (False, True)}
+def move(session, arq, target, via=None, **values):
+    """Move ``arq`` to ``target`` with one conditional UPDATE (``WHERE
+    state IN`` the states :data:`cyborg_lite.arq_states.TRANSITIONS` allows
+    it from): the row is the lock, so two workers never both move it; a
+    repeat of the move succeeds and changes nothing.
 
-
-def for_bind(session, uuids, instances, project_id=None):
-    """What a bind needs to know, in one statement.
-
-    :param uuids: the ARQs of the PATCH.
-    :param instances: the instances they are bound to.
-    :param project_id: only the caller's ARQs count as found (None: any).
-    :returns: ``([(arq, group)], {instance: [arq]})``: the PATCH's ARQs
-        found, each with the device profile group it was made for, and per
-        instance the other ARQs (of any project) bound or binding to it.
+    :param session: an open SQLAlchemy session (the caller's transaction).
+    :param arq: the ``models.ARQ`` row as last read.
+    :param target: the new state.
+    :param via: a state passed through inside this one UPDATE, so the ARQ
+        may start from any predecessor of ``via`` (an instant bind goes
+        ``Initial`` -> ``BindStarted`` -> ``Bound`` at once; no other
+        transaction can see the middle state anyway).
+    :param values: other columns to set in the same UPDATE.
+    :raises ARQBadState: when the ARQ is in a state ``target`` cannot be
+        entered from (as re-read from the database).
+    :returns: True when the row changed, False when it already was in
+        ``target`` (idempotent repeat).
     """
-    uuids, instances = list(uuids), list(instances)
-    single = len(uuids) == len(instances) == 1
-    rows = session.execute(
-        _FOR_BIND[project_id is not None, single],
-        {"uuids": uuids[0] if single else uuids,
-         "instances": instances[0] if single else instances,
-         "project": project_id}).all()
-    return _found_and_others(rows, set(uuids), project_id)
+    allowed, stmt, params, values = move_parts(arq, target, via, values)
+    if session.execute(stmt, params).rowcount == 1:
+        moved(arq, values)
+        return True
+    return not_moved(session, arq, target, allowed)
 
 
-def _found_and_others(rows, wanted, project_id):
-    """:func:`for_bind`'s answer from its ``(arq, groups, ...)`` rows."""
-    found = [(row[0], row[1][row[0].device_profile_group_id])
-             for row in rows if row[0].uuid in wanted and (
-                 project_id is None or row[0].project_id == project_id)]
-    found_ids = {arq.id for arq, _ in found}
-    others = {}
-    for arq, *_ in rows:
-        if arq.id not in found_ids:  # NOTE(cyborg_lite): of the instances
-            others.setdefault(arq.instance_uuid, []).append(arq)
-    return found, others
+def move_parts(arq, target, via, values):
+    """``(allowed states, statement, parameters, values set)`` of a
+    :func:`move`."""
+    allowed = arq_states.TRANSITIONS[target if via is None else via]
+    values = dict(values, state=target, updated_at=models.utcnow())
+    stmt = _move_statement(allowed, tuple(sorted(values)))
+    params = {f"new_{key}": value for key, value in values.items()}
+    params["arq_id"] = arq.id
+    return allowed, stmt, params, values
 
 
-def for_bind_with_region(session, arq_uuid, instance, rp_uuid,
-                         project_id=None):
-    """:func:`for_bind` of one ARQ and one instance, and in the same
-    statement ``(deployable, device)`` of the live region whose resource
-    provider is ``rp_uuid`` (``(None, None)``: there is none), read
-    without a lock.
+def moved(arq, values):
+    """Keep ``arq`` in step with the ``values`` an UPDATE just wrote."""
+    # NOTE(cyborg_lite): the row now holds exactly these values; no other
+    # SELECT needed.
+    for key, value in values.items():
+        attributes.set_committed_value(arq, key, value)
 
-    :returns: ``([(arq, group)], {instance: [arq]}, (deployable,
-        device))``.
-    """
-    rows = session.execute(
-        _FOR_BIND_WITH_REGION[project_id is not None],
-        {"uuids": arq_uuid, "instances": instance, "project": project_id,
-         "rp": rp_uuid}).all()
-    found, others = _found_and_others(rows, {arq_uuid}, project_id)
-    asked = {arq for arq, _ in found}
-    region = next((tuple(row[2:]) for row in rows if row[0] in asked),
-                  (None, None))
-    return found, others, region
+
+def not_moved(session, arq, target, allowed):
+    """After a conditional UPDATE that matched nothing: False when ``arq``
+    already is in ``target``; :raises ARQBadState: otherwise."""
+    current = session.execute(
+        sa.select(models.ARQ.state).where(models.ARQ.id == arq.id)
+    ).scalar_one_or_none()
+    session.expire(arq)
+    if current == target:
+        return False
+    raise exception.ARQBadState(uuid=arq.uuid, state=current,
+                                action=f"moving to {target}",
+                                expected=", ".join(allowed))
 
 
 @engine.reader
@@ -409,13 +380,16 @@ def delete_rows(session, arq_ids):
             if session.execute(_DELETE_ONE, {"id": arq_id}).rowcount == 1}
 
 
+_PENDING = states.Notification.PENDING.value
+_SENDING = states.Notification.SENDING.value
+
 # NOTE(cyborg_lite): the bookkeeping UPDATEs name the table, not the ORM
 # class: no ORM object is kept in step with them, and SQLAlchemy's
 # ORM-enabled UPDATE costs a third of what the statement does.
 _CLAIM = (sa.update(_ARQS)
           .where(_ARQS.c.uuid == sa.bindparam("arq"),
-                 _ARQS.c.notification == "pending")
-          .values(notification="sending"))
+                 _ARQS.c.notification == _PENDING)
+          .values(notification=_SENDING))
 #: the claim of an ARQ the caller has just bound: when it still is, the
 #: event is known without reading the row.
 _CLAIM_BOUND = _CLAIM.where(
@@ -423,7 +397,7 @@ _CLAIM_BOUND = _CLAIM.where(
     _ARQS.c.instance_uuid == sa.bindparam("instance"))
 _FINISH = {single: (sa.update(_ARQS)
                     .where(_in(_ARQS.c.uuid, "arqs", single),
-                           _ARQS.c.notification == "sending")
+                           _ARQS.c.notification == _SENDING)
                     .values(notification=sa.bindparam("outcome")))
            for single in (False, True)}
 _EVENT_OF = sa.select(models.ARQ.uuid, models.ARQ.instance_uuid,
@@ -436,9 +410,9 @@ _CLAIM_ALL_BOUND = (
     sa.update(_ARQS)
     .where(sa.tuple_(_ARQS.c.uuid, _ARQS.c.instance_uuid).in_(
         sa.bindparam("pairs", expanding=True)),
-        _ARQS.c.notification == "pending",
+        _ARQS.c.notification == _PENDING,
         _ARQS.c.state == arq_states.BOUND)
-    .values(notification="sending"))
+    .values(notification=_SENDING))
 
 
 class _NotAllClaimed(Exception):
@@ -562,7 +536,7 @@ def claim_stale_notifications(session, cutoffs, limit=None):
         result = session.execute(
             sa.update(models.ARQ)
             .where(models.ARQ.id == arq_id, conditions[seen])
-            .values(notification="sending", updated_at=models.utcnow())
+            .values(notification=_SENDING, updated_at=models.utcnow())
             .execution_options(synchronize_session=False))
         if result.rowcount == 1:
             row = session.execute(

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.db import engine
 from cyborg_lite.db import models
 
@@ -25,59 +26,96 @@ def by_rp(session, rp_uuid):
     return with_device_by_rp(session, rp_uuid)[0]
 
 
-_WITH_DEVICE_BY_RP = (
-    sa.select(models.Deployable, models.Device)
-    .join(models.Device, models.Deployable.device_id == models.Device.id)
-    .where(models.Deployable.rp_uuid == sa.bindparam("rp"),
-           models.Deployable.retired.is_(False)))
 _D, _V = models.Deployable, models.Device
+_ENABLED = states.DeviceStatus.ENABLED.value
+_READY = states.RegionState.READY.value
+_PROGRAMMING = states.RegionState.PROGRAMMING.value
+_WITH_DEVICE_BY_RP = (
+    sa.select(_D, _V).join(_V, _D.device_id == _V.id)
+    .where(_D.rp_uuid == sa.bindparam("rp"), _D.retired.is_(False)))
+#: the columns of a region and its device a bind reads (any other is
+#: loaded when first used, in the same transaction): PyMySQL parses every
+#: column's description of every result in Python.
+BIND_COLUMNS = (
+    orm.load_only(_D.id, _D.uuid, _D.device_id, _D.rp_uuid, _D.state,
+                  _D.function_id, _D.bitstream_id, _D.target_function_id,
+                  _D.target_bitstream_id, _D.assigned_function_id,
+                  _D.assigned_bitstream_id, _D.assigned_until, _D.retired),
+    orm.load_only(_V.id, _V.type, _V.status, _V.program_mode, _V.hostname,
+                  _V.retired))
 #: the same under a shared lock on the region's row (PostgreSQL: ``FOR
 #: SHARE OF deployables``; MySQL has no ``OF`` and locks the device's row
-#: too), re-read as the lock is granted; only the columns an instant bind
-#: reads (any other is loaded when first used, in the same transaction):
-#: PyMySQL parses every column's description of every result in Python.
+#: too), re-read as the lock is granted.
 _WITH_DEVICE_BY_RP_SHARED = (
     _WITH_DEVICE_BY_RP.with_for_update(read=True, of=_D)
-    .options(orm.load_only(_D.id, _D.uuid, _D.device_id, _D.rp_uuid,
-                           _D.state, _D.function_id, _D.bitstream_id,
-                           _D.target_function_id, _D.target_bitstream_id,
-                           _D.assigned_function_id, _D.assigned_bitstream_id,
-                           _D.assigned_until, _D.retired),
-             orm.load_only(_V.id, _V.type, _V.status, _V.program_mode,
-                           _V.retired))
+    .options(*BIND_COLUMNS)
     .execution_options(populate_existing=True))
 
-#: ``session.info`` key: {deployable id: the transaction that read it under
-#: a shared lock}.
-_SHARE_LOCKED = "cyborg_lite_share_locked"
+#: group keys that ask for a content in the region.
+PROGRAMMING_KEYS = ("accel:function_id", "accel:bitstream_id")
+
+
+def asks_content(group):
+    """Whether a device profile group asks for a function or bitstream."""
+    return any(group.get(key) for key in PROGRAMMING_KEYS)
+
+
+def needs_programming(group, deployable):
+    """Does binding an ARQ of ``group`` to ``deployable`` need programming?
+
+    The one place that decides it. A group that asks for nothing, or for
+    what the region already runs (``accel:function_id`` against the
+    region's ``function_id``, ``accel:bitstream_id`` against its
+    ``bitstream_id``), binds instantly.
+
+    :returns: None when the bind is instant, else ``(key, asked)``.
+    """
+    for key in PROGRAMMING_KEYS:
+        asked = group.get(key)
+        if not asked:
+            continue
+        running = (deployable.function_id if key == "accel:function_id"
+                   else deployable.bitstream_id)
+        if asked != running:
+            return key, asked
+    return None
 
 
 def with_device_by_rp(session, rp_uuid, lock_shared=False):
     """``(deployable, device)`` of the live deployable whose resource
     provider is ``rp_uuid``, in one query, or ``(None, None)``.
 
-    :param lock_shared: read the region's row under a shared lock, as
-        :func:`cyborg_lite.programming.regions.lock_shared` does, which
-        then needs no query of its own in this transaction (a bind that
-        is known to need no programming takes the lock up front).
+    :param lock_shared: read the region's row under a shared lock (see
+        :func:`lock_shared`): it then stays as read until the transaction
+        ends.
     """
-    locked = lock_shared and session.get_bind().dialect.name != "sqlite"
+    locked = lock_shared and _row_locks(session)
     row = session.execute(
         _WITH_DEVICE_BY_RP_SHARED if locked else _WITH_DEVICE_BY_RP,
         {"rp": rp_uuid}).one_or_none()
-    if not row:
-        return None, None
-    if locked:
-        session.info.setdefault(_SHARE_LOCKED, {})[row[0].id] = (
-            session.get_transaction())
-    return tuple(row)
+    return tuple(row) if row else (None, None)
 
 
-def is_share_locked(session, deployable_id):
-    """Whether this transaction read the region under a shared lock
-    (:func:`with_device_by_rp`); its row in the session is then current."""
-    txn = session.info.get(_SHARE_LOCKED, {}).get(deployable_id)
-    return txn is not None and txn is session.get_transaction()
+def _row_locks(session):
+    # NOTE(cyborg_lite): a sqlite transaction begins IMMEDIATE, holding
+    # the database's one write lock: what it reads is current already.
+    return session.get_bind().dialect.name != "sqlite"
+
+
+def lock_shared(session, deployable_id):
+    """Re-read a region under a shared row lock (``FOR SHARE``).
+
+    Instant binds hold it while they reserve a handle, so a programming
+    start (exclusive) either waits for them or is seen by them.
+    """
+    if not _row_locks(session):
+        row = session.get(_D, deployable_id)
+        if row is not None:
+            return row
+    return session.execute(
+        sa.select(_D).where(_D.id == deployable_id)
+        .with_for_update(read=True)
+        .execution_options(populate_existing=True)).scalar_one()
 
 
 @engine.reader
@@ -162,7 +200,7 @@ def contents(session):
     rows = session.execute(sa.union(
         sa.select(D.function_id, D.bitstream_id).where(live),
         sa.select(D.target_function_id, D.target_bitstream_id)
-        .where(live, D.state == "programming"),
+        .where(live, D.state == _PROGRAMMING),
         sa.select(D.assigned_function_id, D.assigned_bitstream_id)
         .where(live, D.assigned_until.is_not(None)))).all()
     return {tuple(row) for row in rows}
@@ -190,15 +228,15 @@ def serving_sibling(session, deployable, hostname, function_id,
         sa.or_(D.assigned_function_id.is_distinct_from(function_id),
                D.assigned_bitstream_id.is_distinct_from(bitstream_id)))
     stmt = (sa.select(D.rp_uuid).join(V, D.device_id == V.id)
-            .where(V.hostname == hostname, V.status == "enabled",
+            .where(V.hostname == hostname, V.status == _ENABLED,
                    D.retired.is_(False), D.id != deployable.id,
                    D.rp_uuid.is_not(None), free > 0,
                    sa.not_(kept_elsewhere),
-                   sa.or_(sa.and_(D.state == "ready", runs),
-                          sa.and_(D.state == "programming",
+                   sa.or_(sa.and_(D.state == _READY, runs),
+                          sa.and_(D.state == _PROGRAMMING,
                                   D.target_function_id == function_id,
                                   D.target_bitstream_id == bitstream_id)))
-            .order_by((D.state == "programming"), D.id))
+            .order_by((D.state == _PROGRAMMING), D.id))
     if avoid:
         stmt = stmt.where(D.rp_uuid.not_in(list(avoid)))
     return session.execute(stmt.limit(1)).scalar_one_or_none()

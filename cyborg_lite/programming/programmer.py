@@ -49,9 +49,9 @@ from oslo_log import log as logging
 from accel_common import inventory
 from accel_common.placement import tree
 from cyborg_lite import arq_states
-from cyborg_lite import binding
 from cyborg_lite import context
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.agent import exception as agent_exception
 from cyborg_lite.agent import rpcapi
 from cyborg_lite.agent import service as agent_service
@@ -59,6 +59,7 @@ from cyborg_lite.agent import transport
 from cyborg_lite.conf import agent as agent_conf
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import binds as bind_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import devices as device_db
 from cyborg_lite.db import models
@@ -70,6 +71,8 @@ from cyborg_lite.programming import regions
 from cyborg_lite.scheduling import locks as locks_mod
 
 LOG = logging.getLogger(__name__)
+
+_PENDING = states.Notification.PENDING.value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +200,7 @@ class Programmer:
         :returns: a :class:`Job` to :meth:`launch` after the commit, or None
             when the ARQ joined a run already under way.
         """
-        wanted = binding.needs_programming(group, deployable)
+        wanted = deployable_db.needs_programming(group, deployable)
         key, value = wanted
         function_id = value if key == "accel:function_id" else None
         bitstream_id = value if key == "accel:bitstream_id" else None
@@ -211,7 +214,7 @@ class Programmer:
             if (deployable.target_function_id,
                     deployable.target_bitstream_id) == (function_id,
                                                         bitstream_id):
-                self.hold(session, arq, deployable)
+                bind_db.hold(session, arq, deployable)
                 return None
             raise prog_exception.RegionBusy(
                 deployable=deployable.uuid, arq=arq.uuid, asked=asked,
@@ -227,26 +230,11 @@ class Programmer:
             if (deployable.state, deployable.target_function_id,
                     deployable.target_bitstream_id) == (
                         regions.PROGRAMMING, function_id, bitstream_id):
-                self.hold(session, arq, deployable)
+                bind_db.hold(session, arq, deployable)
                 return None
             raise
-        self.hold(session, arq, deployable)
+        bind_db.hold(session, arq, deployable)
         return job
-
-    @staticmethod
-    def hold(session, arq, deployable):
-        """Reserve a free attach handle of ``deployable`` for ``arq``
-        (``BindStarted``), which then waits for the region's programming
-        run.
-
-        :raises NoFreeAttachHandle:
-        """
-        handle = handle_db.take_free(session, deployable.id, arq.id)
-        if handle is None:
-            raise exception.NoFreeAttachHandle(
-                deployable=deployable.uuid, rp_uuid=deployable.rp_uuid,
-                arq=arq.uuid)
-        arq_db.set_deployable(session, arq.id, deployable.id)
 
     def begin(self, session, deployable, device, function_id, bitstream_id,
               allowed, arq=None, reset=False):
@@ -477,8 +465,8 @@ class Programmer:
                 deployable_db.set_last_error(session, job.ids, error)
             bound = []
             for arq in regions.waiting_arqs(session, job.ids):
-                arq_states.move(session, arq, arq_states.BOUND,
-                                notification="pending" if notify else None)
+                arq_db.move(session, arq, arq_states.BOUND,
+                            notification=_PENDING if notify else None)
                 bound.append(arq.uuid)
             return bound
 
@@ -520,7 +508,7 @@ class Programmer:
         """Is the device of ``job``'s regions enabled now?"""
         status = self.db.read(device_db.status_of_deployable,
                               job.regions[0].id)
-        return status == "enabled"
+        return status == states.DeviceStatus.ENABLED
 
     def update_placement(self, job, trait, restore, still_wanted=None,
                          reserve=False):
@@ -583,9 +571,8 @@ def _fail_waiting(session, deployable_ids, notify):
     arqs = regions.waiting_arqs(session, deployable_ids)
     handle_db.release(session, [a.id for a in arqs])
     for arq in arqs:
-        arq_states.move(session, arq, arq_states.BIND_FAILED,
-                        deployable_id=None,
-                        notification="pending" if notify else None)
+        arq_db.move(session, arq, arq_states.BIND_FAILED, deployable_id=None,
+                    notification=_PENDING if notify else None)
     return [a.uuid for a in arqs]
 
 

@@ -53,6 +53,7 @@ from accel_common import inventory
 from cyborg_lite import arq_states
 from cyborg_lite import exception
 from cyborg_lite.agent.drivers import base as driver_base
+from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import models
 from cyborg_lite.db import relaunches
@@ -213,9 +214,9 @@ def fail_orphans(programmer):
         for arq in regions.orphaned_arqs(session, stale_after):
             held = arq.deployable_id
             try:
-                arq_states.move(session, arq, arq_states.BIND_FAILED,
-                                deployable_id=None,
-                                notification="pending" if notify else None)
+                arq_db.move(session, arq, arq_states.BIND_FAILED,
+                            deployable_id=None,
+                            notification="pending" if notify else None)
             except exception.ARQBadState:  # another worker moved it first
                 continue
             handle_db.release(session, [arq.id])

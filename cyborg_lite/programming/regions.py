@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The region (deployable) state machine of DESIGN §4, in one place.
+"""The region (deployable) state machine, in one place.
 
 ``ready`` -> ``programming`` -> ``ready`` (function confirmed) or ``error``.
 Every change is one conditional ``UPDATE deployables ... WHERE state IN
@@ -20,19 +20,20 @@ lease (``heartbeat_at``) the owner renews; only the owner may finish it, and
 only once the lease went stale may the reconciler take it over.
 
 Binds that need no programming take a *shared* lock on the region's row
-(:func:`lock_shared`) before reserving a handle, while starting to program
-takes the row exclusively (:func:`begin`) and then checks that no handle is
-in use: whichever commits first wins, the other sees it.
+(:func:`cyborg_lite.db.deployables.lock_shared`) before reserving a handle,
+while starting to program takes the row exclusively (:func:`begin`) and
+then checks that no handle is in use: whichever commits first wins, the
+other sees it.
 """
 
 import datetime
+import enum
 
 import sqlalchemy as sa
 from sqlalchemy.orm import attributes
 
 from cyborg_lite import arq_states
 from cyborg_lite import states
-from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 
 READY = states.RegionState.READY
@@ -68,26 +69,6 @@ def running_text(deployable):
     """What a region runs, for messages."""
     return (deployable.function_id or deployable.bitstream_id
             or "no function")
-
-
-def lock_shared(session, deployable_id):
-    """Re-read a region under a shared row lock (``FOR SHARE``).
-
-    Instant binds hold it while they reserve a handle, so a programming
-    start (exclusive) either waits for them or is seen by them.
-    """
-    if session.get_bind().dialect.name == "sqlite" or (
-            deployable_db.is_share_locked(session, deployable_id)):
-        # NOTE(cyborg_lite): the transaction began IMMEDIATE, holding the
-        # database's one write lock (or already read the row under this
-        # lock): the row it read is already current.
-        row = session.get(_D, deployable_id)
-        if row is not None:
-            return row
-    return session.execute(
-        sa.select(_D).where(_D.id == deployable_id)
-        .with_for_update(read=True)
-        .execution_options(populate_existing=True)).scalar_one()
 
 
 def unit_of(session, deployable, device):
@@ -128,8 +109,16 @@ def begin(session, deployables, owner, function_id=None, bitstream_id=None,
     return None
 
 
+class Seen(enum.Enum):
+    """What :func:`note_placement` expects of ``last_error``, beyond a
+    value."""
+
+    #: Any earlier ``last_error`` will do.
+    ANY = "any"
+
+
 #: :func:`note_placement`'s ``seen`` when any earlier ``last_error`` will do.
-ANY_ERROR = object()
+ANY_ERROR = Seen.ANY
 
 
 def note_placement(session, deployable_id, function_id, error,

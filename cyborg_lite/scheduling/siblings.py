@@ -31,6 +31,7 @@ the move is invisible to it.
 from oslo_log import log as logging
 
 from accel_common import exception as common_exception
+from cyborg_lite import states
 from cyborg_lite.db import attach_handles as handle_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.programming import regions
@@ -72,7 +73,7 @@ def can_serve(session, rp_uuid, group, contents):
     """Can the region of ``rp_uuid`` take an ARQ of ``group`` at once or
     by programming, as the database says now?"""
     deployable, device = deployable_db.with_device_by_rp(session, rp_uuid)
-    if (deployable is None or device.status != "enabled"
+    if (deployable is None or device.status != states.DeviceStatus.ENABLED
             or deployable.state != regions.READY):
         return False
     if not handle_db.free_count(session, deployable.id):

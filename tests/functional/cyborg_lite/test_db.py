@@ -29,6 +29,7 @@ from cyborg_lite import binding
 from cyborg_lite import exception
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
+from cyborg_lite.db import bind_statements
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import device_profiles as profile_db
 from cyborg_lite.db import engine as db_engine
@@ -82,11 +83,11 @@ def test_state_move_is_conditional_and_idempotent(db):
     arq = _profile_and_arqs(db, 1)[0]
     with db.transaction() as session:
         row = session.get(models.ARQ, arq.id)
-        assert states.move(session, row, states.BIND_STARTED) is True
-        assert states.move(session, row, states.BIND_STARTED) is False
-        assert states.move(session, row, states.BOUND) is True
+        assert arq_db.move(session, row, states.BIND_STARTED) is True
+        assert arq_db.move(session, row, states.BIND_STARTED) is False
+        assert arq_db.move(session, row, states.BOUND) is True
         with pytest.raises(exception.ARQBadState):
-            states.move(session, row, states.BIND_STARTED)
+            arq_db.move(session, row, states.BIND_STARTED)
     assert arq_db.get(db, arq.uuid).state == states.BOUND
 
 
@@ -370,15 +371,15 @@ def test_the_one_statement_bind_changes_all_or_nothing(db):
     locks the ARQ, takes a handle and moves the ARQ: when any of it
     cannot be done (the region changed, no handle is free) it changes
     nothing at all."""
-    if not handle_db.binds_at_once(db.engine.dialect):
-        pytest.skip("one transaction per bind on this database")
+    with db.transaction() as session:
+        if not bind_statements.strategy(session).at_once:
+            pytest.skip("one transaction per bind on this database")
     holders = _profile_and_arqs(db, 4)
     arq = _profile_and_arqs(db, 1)[0]
 
     def bind(session, row, region_id, seen):
-        return states.move_at_once(
-            session, row, states.BOUND, region_id, seen,
-            via=states.BIND_STARTED, deployable_id=region_id,
+        return bind_statements.bind_at_once(
+            session, row, region_id, seen, deployable_id=region_id,
             hostname="compute-1.example.org",
             device_rp_uuid=FPGA_REGION0_RP,
             instance_uuid=str(uuid.uuid4()))
@@ -412,7 +413,7 @@ def test_reads_do_not_wait_for_a_writer(db):
     arq = _profile_and_arqs(db, 1)[0]
     read = {}
     with db.transaction() as session:
-        states.move(session, session.get(models.ARQ, arq.id),
+        arq_db.move(session, session.get(models.ARQ, arq.id),
                     states.BIND_STARTED)
         session.flush()
 

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from cyborg_lite import arq_states as states
 from cyborg_lite.agent.drivers import sim
+from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import deployables as deployable_db
 from cyborg_lite.db import models
 from tests.functional.cyborg_lite.programming import env
@@ -145,7 +146,7 @@ def test_a_bind_that_read_the_region_ready_joins_a_run_started_since(
             .execution_options(synchronize_session=False))
         arq = session.execute(sa.select(models.ARQ).where(
             models.ARQ.uuid == arq_uuid)).scalar_one()
-        states.move(session, arq, states.BIND_STARTED, hostname=embedded.host,
+        arq_db.move(session, arq, states.BIND_STARTED, hostname=embedded.host,
                     device_rp_uuid=rp, instance_uuid=str(uuid.uuid4()))
 
         job = embedded.programmer.start(
