@@ -542,6 +542,16 @@ class Programmer:
                 LOG.error("Placement update of %s failed: %s",
                           region.rp_uuid, error)
                 problems.append(f"{regions.PLACEMENT_FAILED} {error}")
+        if enabled and not problems and not self._device_enabled(job):
+            # NOTE(cyborg_lite): disabled while the restore went on; the
+            # disable reserves again after its own status commit, so one
+            # of the two sees the other and reserved ends = total.
+            for region in job.regions:
+                try:
+                    self.providers.reserve(region.rp_uuid,
+                                           still_wanted=still_wanted)
+                except Exception as error:
+                    problems.append(f"{regions.PLACEMENT_FAILED} {error}")
         return "; ".join(problems) or None
 
     def renew_leases(self):

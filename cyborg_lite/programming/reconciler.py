@@ -52,6 +52,7 @@ from oslo_log import log as logging
 from accel_common import inventory
 from cyborg_lite import arq_states
 from cyborg_lite import exception
+from cyborg_lite import states
 from cyborg_lite.agent.drivers import base as driver_base
 from cyborg_lite.db import arqs as arq_db
 from cyborg_lite.db import attach_handles as handle_db
@@ -216,7 +217,8 @@ def fail_orphans(programmer):
             try:
                 arq_db.move(session, arq, arq_states.BIND_FAILED,
                             deployable_id=None,
-                            notification="pending" if notify else None)
+                            notification=(states.Notification.PENDING
+                                          if notify else None))
             except exception.ARQBadState:  # another worker moved it first
                 continue
             handle_db.release(session, [arq.id])
