@@ -22,24 +22,19 @@ for all). Every test passes or is skipped by the plugin itself, except the
 ones of ``cyborg_tempest_exclude.txt``: each asserts real Cyborg's answer
 where the API reference documents a different one, and says so.
 
-The plugin's scenario tests boot servers through Nova. What they need,
-and why none runs here (not even with the real Nova of
-:mod:`tests.fixtures.nova`, whose fake virt driver would "boot" them):
+The plugin's scenario tests boot servers through Nova, so they do not
+run here, where only Keystone and cyborg_lite are:
 
 - ``TestServerBasicOps.test_server_basic_ops`` and
-  ``TestARQServiceTokenOps.test_delete_bound_arq_by_instance_uuid`` create
-  a security group and boot a server on a tenant network: Neutron writes.
-  That cloud has only a read-only Neutron stand-in (it answers 501 to
-  every write), and no network to boot on. The device profile they boot
-  with asks for ``trait:CUSTOM_FAKE_DEVICE``, which only Cyborg's fake
-  driver reports to Placement. The service-token test then wants 403 with
-  "requires a service token" for a delete by instance without a service
-  token: ``tests/functional/cyborg_lite/test_accelerator_requests.py``
-  asserts those words.
-- ``TestPCIDriverLifecycle`` (10 tests) logs into the guest over SSH
-  (floating IP, keypair) after each life-cycle step (reboots, pause,
-  snapshot, backup, shelve, rebuild, ...) to find the device's vendor and
-  product ids with ``lspci``: a guest that runs and a real PCI device.
+  ``TestARQServiceTokenOps.test_delete_bound_arq_by_instance_uuid`` run in
+  :mod:`tests.interop.test_cyborg_tempest_scenario`, against the real Nova
+  (fake virt driver) and real Neutron of :mod:`tests.fixtures.nova` with
+  the fake driver's device and its ``CUSTOM_FAKE_DEVICE`` trait.
+- ``TestPCIDriverLifecycle`` (10 tests) runs nowhere: it logs into the
+  guest over SSH (floating IP, keypair) after each life-cycle step
+  (reboots, pause, snapshot, backup, shelve, rebuild, ...) to find the
+  device's vendor and product ids with ``lspci``: a guest that runs and a
+  real PCI device.
 """
 
 from concurrent import futures
