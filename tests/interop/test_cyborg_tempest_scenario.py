@@ -21,11 +21,14 @@ cyborg_lite. Its host reports what Cyborg's ``fake`` driver reports: the
 BMC lists the ``FakeDevice`` FPGA (vendor and product ``0xabcd``), the
 host agent finds its 16 PCI functions in-band, and the operator gives the
 region's provider ``CUSTOM_FAKE_DEVICE``, the trait the plugin's device
-profiles ask for. Both tests create a keypair, a security group and a
-flavor with an ``accel:device_profile``, boot a server on a shared
-network and delete it; the second also deletes the bound ARQs by instance
-uuid, refused without a service token and done with one. Afterwards no
-server, ARQ, device profile, handle in use or FPGA allocation is left.
+profiles ask for. Neutron binds the ``normal`` ports of tempest's
+servers with ML2 ``openvswitch`` (beside ``sriovnicswitch``), each host's
+Open vSwitch agent only recorded. Both tests create a keypair, a security
+group and a flavor with an ``accel:device_profile``, boot a server on a
+shared network and delete it; the second also deletes the bound ARQs by
+instance uuid, refused without a service token and done with one.
+Afterwards no server, ARQ, device profile, handle in use or allocation is
+left.
 
 ``TestPCIDriverLifecycle`` does not run: it logs into the guest over SSH
 after each life-cycle step to find the device with ``lspci``, which needs
@@ -79,13 +82,11 @@ class _NeutronWithOvs(neutron_fixtures.Neutron):
             ml2.write(handle)
 
     def add_ovs_agent(self, host):
-        """Record an Open vSwitch agent of ``host`` that stays alive.
-
-        NOTE(tests): no Open vSwitch runs here; ML2 binds a port on a host
-        whose agent of the driver's type is alive and maps the network's
-        physnet, and nothing else reads the agent. Its heartbeat is in the
-        future, so Neutron never finds it down.
-        """
+        """Record an Open vSwitch agent of ``host`` that stays alive."""
+        # NOTE(tests): no Open vSwitch runs here; ML2 binds a port on a
+        # host whose agent of the driver's type is alive and maps the
+        # network's physnet, and nothing else reads the agent. Its
+        # heartbeat is in the future, so Neutron never finds it down.
         neutron_conf = configparser.ConfigParser(interpolation=None)
         neutron_conf.read(self.workdir / "neutron.conf")
         engine = sa.create_engine(neutron_conf["database"]["connection"])
@@ -227,3 +228,5 @@ def test_scenario_tests_boot_with_an_accelerator_and_leave_nothing(
     assert _handles_in_use(cloud) == []
     for rp in cloud.fpga_rps:
         assert not cloud.usages(rp).get("FPGA"), rp
+    for info in cloud.hosts.values():
+        assert not any(cloud.usages(info["compute_rp"]).values()), info
