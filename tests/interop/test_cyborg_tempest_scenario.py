@@ -185,17 +185,6 @@ def cloud(tmp_path_factory):
         yield made
 
 
-def _handles_in_use(cloud):
-    engine = sa.create_engine(cloud.cyborg.db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(sa.text(
-                "SELECT pci_address FROM attach_handles WHERE in_use"
-            )).scalars().all()
-    finally:
-        engine.dispose()
-
-
 def test_scenario_tests_boot_with_an_accelerator_and_leave_nothing(
         cloud, tmp_path):
     flavor = cloud.flavor("tempest-base")
@@ -225,7 +214,7 @@ def test_scenario_tests_boot_with_an_accelerator_and_leave_nothing(
     cloud.wait_until(lambda: not cloud.arqs(), 90, "no ARQ left")
     assert cloud.cyborg_api("GET", "/device_profiles").json()[
         "device_profiles"] == []
-    assert _handles_in_use(cloud) == []
+    assert cloud.cyborg.handles_in_use() == []
     for rp in cloud.fpga_rps:
         assert not cloud.usages(rp).get("FPGA"), rp
     for info in cloud.hosts.values():

@@ -21,7 +21,6 @@ boots a server on it, as doc/source/install/neutron.rst shows.
 """
 
 import pytest
-import sqlalchemy as sa
 
 from tests.fixtures import nova as nova_fixtures
 
@@ -94,17 +93,6 @@ def _boot(cloud, flavor, port, name, user=USER):
         expect=(202,)).json()["server"]["id"]
 
 
-def _handles_in_use(cloud):
-    engine = sa.create_engine(cloud.cyborg.db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(sa.text(
-                "SELECT pci_address FROM attach_handles WHERE in_use"
-            )).scalars().all()
-    finally:
-        engine.dispose()
-
-
 def _nic_rps(cloud):
     return [rp for info in cloud.hosts.values() for rp in info["nic_rps"]]
 
@@ -124,7 +112,7 @@ def clean(cloud):
     cloud.wait_until(lambda: not cloud.arqs(), 90, "no ARQ left")
     assert not any(cloud.usages(rp).get("CUSTOM_NIC")
                    for rp in _nic_rps(cloud))
-    assert _handles_in_use(cloud) == []
+    assert cloud.cyborg.handles_in_use() == []
 
 
 def _assert_bound(cloud, server_id, port_id):
@@ -160,7 +148,7 @@ def test_port_boot_binds_vf_and_owner_delete_frees_it(cloud, network,
     assert cloud.wait_server(server)["status"] == "ACTIVE"
     arq = _assert_bound(cloud, server, port)
     slot = arq["attach_handle_info"]
-    assert len(_handles_in_use(cloud)) == 1
+    assert len(cloud.cyborg.handles_in_use()) == 1
 
     # NOTE(tests): the owner, not an admin: Nova then reads the port's
     # binding:profile with the owner's token, which Neutron's policy
@@ -171,7 +159,7 @@ def test_port_boot_binds_vf_and_owner_delete_frees_it(cloud, network,
         "the server to be deleted")
     cloud.wait_until(lambda: not cloud.arqs(server), 90,
                      "the server's ARQ to be deleted or reclaimed")
-    assert _handles_in_use(cloud) == [], slot
+    assert cloud.cyborg.handles_in_use() == [], slot
     assert cloud.allocations(server) == {}
     assert not cloud.usages(arq["device_rp_uuid"]).get("CUSTOM_NIC")
     unbound = cloud.network("GET", f"/ports/{port}",
