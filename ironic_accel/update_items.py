@@ -103,6 +103,15 @@ def targets(node):
     return {uri: member for uri, (member, _v) in versions.items()}
 
 
+def _processor(node, uri):
+    """The accelerator Processor at ``uri`` as the BMC reads it now, or
+    None when it is gone."""
+    uri = uri.rstrip("/")
+    return next((proc for proc in
+                 redfish_inventory.get_accelerator_processors(node)
+                 if proc.path.rstrip("/") == uri), None)
+
+
 def confirm(node, item):
     """Check, from what the BMC reads back, that a finished update did
     what it was asked, and record a firmware image as applied
@@ -116,9 +125,8 @@ def confirm(node, item):
             redfish_inventory.get_firmware_inventory(node))
         now = versions.get(item["uri"].rstrip("/"), (None, None))[1]
         if now is None:
-            for proc in redfish_inventory.get_accelerator_processors(node):
-                if proc.path.rstrip("/") == item["uri"].rstrip("/"):
-                    now = proc.firmware_version
+            proc = _processor(node, item["uri"])
+            now = proc.firmware_version if proc is not None else None
         expected = item["version"]
         if (expected and now != expected) or (
                 not expected and now == item["before"]):
@@ -134,15 +142,13 @@ def confirm(node, item):
                            "applied_at": _now()}
         node.set_driver_internal_info(APPLIED_KEY, applied)
         return
-    loaded = None
-    for proc in redfish_inventory.get_accelerator_processors(node):
-        if proc.path.rstrip("/") == item["uri"].rstrip("/"):
-            loaded = sorted({(f.uuid if f is not None else None) or ""
-                             for f in proc.slot_functions.values()})
-    if loaded is None:
+    proc = _processor(node, item["uri"])
+    if proc is None:
         raise accel_exception.AcceleratorBMCError(
             node=node.uuid, device=device,
             reason=f"the device {item['uri']} is gone after programming")
+    loaded = sorted({(f.uuid if f is not None else None) or ""
+                     for f in proc.slot_functions.values()})
     wanted = item["function_id"]
     if (wanted and loaded != [wanted]) or (
             not wanted and loaded in ([""], [])):
