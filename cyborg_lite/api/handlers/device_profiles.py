@@ -68,6 +68,9 @@ def list_profiles():
     profiles = profile_db.get_all(svc.db, names=names, limit=limit,
                                   marker=marker)
     contents = _contents(svc)
+    # NOTE(cyborg_lite): what was read, for route_lookup to answer Nova's
+    # lookup from without reading it again.
+    flask.g.device_profiles = (profiles, contents)
     return common.listing("device_profiles", profiles,
                           [serialize(p, contents) for p in profiles])
 
@@ -85,10 +88,10 @@ def route_lookup(response):
     is not Nova's lookup leaves with the GET's answer.
     """
     svc = common.services()
-    profile = _nova_lookup(svc, response)
-    if profile is None:
+    lookup = _nova_lookup(svc, response)
+    if lookup is None:
         return response
-    contents = svc.locks.contents()
+    profile, contents = lookup
     if not svc.locks.ensure_known(profile.groups, contents):
         groups = profile.groups
     else:
@@ -100,22 +103,19 @@ def route_lookup(response):
 
 
 def _nova_lookup(svc, response):
-    """The profile a 200 answer holds when the request was Nova's lookup
-    (one name, a service token, Placement in the deployment); else
-    None."""
+    """``(profile, what regions run)`` as the GET read them, when the
+    request was Nova's lookup (one name, a service token, Placement in the
+    deployment) and answered 200; else None."""
     if (response.status_code != 200 or flask.request.method != "GET"
             or svc.router is None
             or svc.locks is None or not svc.locks.enabled
             or not common.context().is_service
             or len(flask.request.args.get("name", ",").split(",")) != 1):
         return None
-    listed = response.get_json()["device_profiles"]
-    if len(listed) != 1:
+    profiles, contents = flask.g.get("device_profiles", ((), None))
+    if len(profiles) != 1:
         return None
-    try:
-        return profile_db.get(svc.db, listed[0]["uuid"])
-    except exception.NotFound:
-        return None
+    return profiles[0], contents
 
 
 def _contents(svc):
